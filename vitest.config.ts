@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config'
+
+// Unit tests never need a cluster. Integration and end-to-end tests share one
+// real local cluster started once by the global setup (test/support/global-setup.ts).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['__tests__/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'cluster',
+          include: ['__tests__/integration/**/*.test.ts', '__tests__/e2e/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+})
