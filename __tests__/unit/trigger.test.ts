@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest'
+import { contentOfConfigMap, digestOf } from '../../src/digest.ts'
+import { parseSettings, type Settings } from '../../src/settings.ts'
+import { Status } from '../../src/result.ts'
+import { runTrigger, type RunContext, type TriggerDeps } from '../../src/trigger.ts'
+import { FakeCluster, FakeClock, FakeGit } from '../../test/support/fakes.ts'
+
+const configMap = (value: string, extra = '') => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-values
+  namespace: apps
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: app
+    nebius.ai/helmreleases-namespace: apps
+data:
+  values.yaml: |
+    replicas: ${value}${extra}
+`
+
+const release = `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: other
+  namespace: apps
+spec:
+  valuesFrom:
+    - kind: ConfigMap
+      name: app-values
+`
+
+function settings(overrides: Record<string, string> = {}): Settings {
+  return parseSettings((name) => overrides[name] ?? '')
+}
+
+function pushContext(before: string, after: string): RunContext {
+  return { eventName: 'push', event: { before, after }, sha: after, runUrl: 'https://github.example/o/r/actions/runs/1' }
+}
+
+function deps(git: FakeGit, cluster: FakeCluster, clock = new FakeClock()): TriggerDeps {
+  const warnings: string[] = []
+  return { git, connect: async () => cluster, clock, log: { info: () => undefined, warning: (m) => warnings.push(m) } }
+}
+
+const liveData = (value: string) => ({ 'values.yaml': `replicas: ${value}\n` })
+
+describe('runTrigger', () => {
+  it('patches the annotated release once with the token, the digest and an Event', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+
+    expect(report.results).toHaveLength(1)
+    const [result] = report.results
+    expect(result).toMatchObject({ namespace: 'apps', name: 'app', status: Status.Triggered })
+    expect(cluster.patches).toHaveLength(1)
+    const annotations = cluster.release('apps', 'app').annotations
+    expect(annotations['reconcile.fluxcd.io/requestedAt']).toBe(result?.token)
+    const expected = digestOf(contentOfConfigMap({ data: liveData('2') }), { semantic: true })
+    expect(JSON.parse(annotations['nebius.ai/config-digest'] ?? '{}')).toEqual({ 'ConfigMap/apps/app-values': expected })
+    expect(annotations['reconcile.fluxcd.io/forceAt']).toBeUndefined()
+    expect(cluster.events).toHaveLength(1)
+    expect(cluster.events[0]?.message).toContain('commit b')
+    expect(cluster.events[0]?.message).toContain('actions/runs/1')
+  })
+
+  it('skips a re-run for the same digests (idempotent) and triggers again with force', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    const again = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(again.results.map((r) => [r.status, r.reason])).toEqual([[Status.Skipped, 'UpToDate']])
+    expect(cluster.patches).toHaveLength(1)
+
+    const forced = await runTrigger(settings({ wait: 'false', force: 'true' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(forced.results[0]?.status).toBe(Status.Triggered)
+    const annotations = cluster.release('apps', 'app').annotations
+    expect(annotations['reconcile.fluxcd.io/forceAt']).toBe(annotations['reconcile.fluxcd.io/requestedAt'])
+  })
+
+  it('gives one patch per release carrying every changed source, from annotation and valuesFrom', async () => {
+    const second = configMap('1').replaceAll('app-values', 'more-values').replace('replicas: 1', 'replicas: 1')
+    const git = new FakeGit()
+      .commit('a', undefined, { 'cm.yaml': configMap('1'), 'more.yaml': second, 'hr.yaml': release.replace('name: other', 'name: app') })
+      .commit('b', 'a', { 'cm.yaml': configMap('2'), 'more.yaml': second.replace('replicas: 1', 'replicas: 5'), 'hr.yaml': release.replace('name: other', 'name: app') })
+    const cluster = new FakeCluster()
+      .addRelease('apps', 'app')
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'more-values' }, liveData('5'))
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(cluster.patches).toHaveLength(1)
+    expect(report.results[0]?.sources.map((s) => s.id)).toEqual(['ConfigMap/apps/app-values', 'ConfigMap/apps/more-values'])
+  })
+
+  it('waits for the source to arrive and patches nothing that reads a source that never does', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('1'))
+    const report = await runTrigger(settings({ wait: 'false', timeout: '30s' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(cluster.patches).toHaveLength(0)
+    expect(report.sources).toMatchObject([{ id: 'ConfigMap/apps/app-values', applied: false }])
+    expect(report.sources[0]?.message).toContain('never reached the planned content')
+    expect(report.results).toMatchObject([{ status: Status.Failed, reason: 'SourceNotApplied', severity: 'error' }])
+  })
+
+  it('skips suspended and missing releases, the missing one as a warning', async () => {
+    const cm = configMap('2').replace('nebius.ai/helmreleases-name: app', 'nebius.ai/helmreleases-name: app, gone')
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': cm })
+    const cluster = new FakeCluster().addRelease('apps', 'app', { suspend: true }).setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(report.results.map((r) => [r.name, r.status, r.reason, r.severity])).toEqual([
+      ['app', Status.Skipped, 'Suspended', 'none'],
+      ['gone', Status.Skipped, 'NotFound', 'warning'],
+    ])
+    expect(cluster.patches).toHaveLength(0)
+  })
+
+  it('re-reads and decides again when the patch meets a conflict', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    cluster.conflictOnce.add('apps/app')
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(report.results[0]?.status).toBe(Status.Triggered)
+    expect(cluster.patches).toHaveLength(2)
+  })
+
+  it('sends resetAt with the token when the release is stalled', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const stalled = { conditions: [{ type: 'Stalled', status: 'True', reason: 'RetriesExceeded', message: 'Failed to upgrade after 1 attempt(s)' }] }
+    const cluster = new FakeCluster().addRelease('apps', 'app', {}, { status: stalled }).setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    const annotations = cluster.release('apps', 'app').annotations
+    expect(annotations['reconcile.fluxcd.io/resetAt']).toBe(annotations['reconcile.fluxcd.io/requestedAt'])
+  })
+
+  it('writes nothing on a pull request unless allowed, and plans all the same', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app')
+    const context: RunContext = { eventName: 'pull_request', event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' } } }, sha: 'b', runUrl: undefined }
+    let connected = false
+    const report = await runTrigger(settings(), context, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
+    expect(connected).toBe(false)
+    expect(report.planOnly).toContain('plan only')
+    expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Planned]])
+  })
+
+  it('sends patches as dry runs and records no Event under dry-run', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const before = cluster.release('apps', 'app').resourceVersion
+    const report = await runTrigger(settings({ 'dry-run': 'true' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(report.results[0]?.status).toBe(Status.DryRun)
+    expect(cluster.patches.map((p) => p.dryRun)).toEqual([true])
+    expect(cluster.release('apps', 'app').resourceVersion).toBe(before)
+    expect(cluster.events).toHaveLength(0)
+  })
+
+  it('does not connect when a comment-only edit changes no digest', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('1', ' # one replica is enough') })
+    let connected = false
+    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, new FakeCluster()), connect: async () => ((connected = true), new FakeCluster()) })
+    expect(connected).toBe(false)
+    expect(report.plan.sources).toEqual([])
+    expect(report.results).toEqual([])
+  })
+})

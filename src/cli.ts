@@ -1,0 +1,132 @@
+// The CLI: the same engine and the same settings as the action, inputs given as flags.
+//   helmrelease-trigger plan    [--base REV] [--head REV] [--full-sync] [--json] …
+//   helmrelease-trigger trigger [--kubeconfig FILE] [--context NAME] [--dry-run] …
+
+import { readFileSync } from 'node:fs'
+import { connect } from './connect.ts'
+import { ConfigurationError, messageOf } from './errors.ts'
+import { createGitReader } from './git.ts'
+import { createOutcomeWaiter } from './outcome.ts'
+import { failureOf, outputsOf, textReport } from './report.ts'
+import { parseSettings } from './settings.ts'
+import { planReport, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from './trigger.ts'
+import type { TriggerReport } from './result.ts'
+
+const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest'])
+const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on'])
+const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
+
+const USAGE = `Usage: helmrelease-trigger <plan|trigger> [flags]
+
+  plan      show which HelmReleases a commit range would trigger (no cluster needed)
+  trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome
+
+Flags (the action's inputs):
+  --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
+  --full-sync                  every labelled source at head instead of a diff
+  --paths GLOB                 manifest files to read, repeatable (default **/*.yaml and **/*.yml)
+  --kubeconfig FILE            kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)
+  --context NAME               kubeconfig context
+  --annotation-prefix P        default nebius.ai
+  --default-namespace NS       default flux-system
+  --force --reset --dry-run    Flux force/reset tokens; server-side dry run
+  --no-discover --no-wait --no-wait-for-apply --apply
+  --timeout 5m --max-concurrency 10 --fail-on error|warning|never --no-semantic-digest
+  --repo DIR                   repository (default: current directory)
+  --json                       print the result as JSON
+`
+
+export interface CliIo {
+  readonly out: (text: string) => void
+  readonly err: (text: string) => void
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly cwd: string
+}
+
+interface ParsedArgs {
+  readonly command: string
+  readonly inputs: ReadonlyMap<string, string>
+  readonly flags: ReadonlyMap<string, string>
+}
+
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const [command = '', ...rest] = argv
+  const inputs = new Map<string, string>()
+  const flags = new Map<string, string>()
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i] ?? ''
+    if (!arg.startsWith('--')) throw new ConfigurationError(`Unexpected argument '${arg}'. Run 'helmrelease-trigger --help'.`)
+    const [rawName = '', inline] = arg.slice(2).split(/=(.*)/s, 2)
+    const negated = rawName.startsWith('no-') && BOOLEAN_INPUTS.has(rawName.slice(3))
+    const name = negated ? rawName.slice(3) : rawName
+    if (BOOLEAN_INPUTS.has(name) || name === 'json' || name === 'help') {
+      const target = BOOLEAN_INPUTS.has(name) ? inputs : flags
+      target.set(name, inline ?? String(!negated))
+    } else if (VALUE_INPUTS.has(name) || CLI_FLAGS.has(name)) {
+      const value = inline ?? rest[++i]
+      if (value === undefined) throw new ConfigurationError(`Flag --${name} needs a value.`)
+      const target = VALUE_INPUTS.has(name) ? inputs : flags
+      // --paths may repeat: the input is one glob per line.
+      const previous = name === 'paths' ? target.get(name) : undefined
+      target.set(name, previous === undefined ? value : `${previous}\n${value}`)
+    } else {
+      throw new ConfigurationError(`Unknown flag --${name}. Run 'helmrelease-trigger --help'.`)
+    }
+  }
+  return { command, inputs, flags }
+}
+
+/** Runs the CLI; returns the exit code (0 ok, 1 failed per fail-on, 2 usage or configuration error). */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const args = parseArgs(argv)
+    if (args.command === '' || args.command === '--help' || args.command === 'help' || args.flags.has('help')) {
+      io.out(USAGE)
+      return 0
+    }
+    if (args.command !== 'plan' && args.command !== 'trigger') throw new ConfigurationError(`Unknown command '${args.command}'; expected plan or trigger.`)
+    const kubeconfigFile = args.flags.get('kubeconfig')
+    const settings = parseSettings((name) => {
+      if (name === 'mode') return 'trigger'
+      if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
+      if (name === 'kubeconfig-encoding' && kubeconfigFile !== undefined) return 'plain'
+      return args.inputs.get(name) ?? ''
+    })
+    const git = await createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
+    const head = settings.head ?? (await git.resolve('HEAD'))
+    if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
+    const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
+    const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
+    const report =
+      args.command === 'plan'
+        ? planReport(await preparePlan(settings, context, git), settings, 'plan only')
+        : await runTrigger(settings, context, {
+            git,
+            connect: async () => connect(settings, { env: io.env, mask: () => undefined }),
+            clock: systemClock,
+            log,
+            outcome: createOutcomeWaiter({ clock: systemClock, log }),
+          })
+    print(report, args.flags.get('json') === 'true', io)
+    const failure = failureOf(report, settings.failOn)
+    if (failure !== undefined) io.err(`error: ${failure}\n`)
+    return failure === undefined ? 0 : 1
+  } catch (error) {
+    io.err(`error: ${messageOf(error)}\n`)
+    return error instanceof ConfigurationError ? 2 : 1
+  }
+}
+
+function print(report: TriggerReport, json: boolean, io: CliIo): void {
+  if (json) io.out(`${JSON.stringify(outputsOf(report), null, 2)}\n`)
+  else io.out(textReport(report))
+}
+
+function readKubeconfig(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigurationError(`Cannot read the kubeconfig file ${file}: ${messageOf(error)}.`)
+  }
+}
+

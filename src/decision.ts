@@ -1,0 +1,97 @@
+// Observe → decide → act: what to do with one planned release, given what the cluster shows.
+// Pure: the engine observes, this decides, the engine acts and observes again.
+
+import type { HelmRelease } from './kube/helmrelease.ts'
+import { condition } from './kube/helmrelease.ts'
+import type { ReleasePatch } from './kube/cluster.ts'
+import type { Keys } from './keys.ts'
+import type { PlannedRelease } from './model.ts'
+
+export const SkipReason = {
+  NotFound: 'NotFound',
+  Suspended: 'Suspended',
+  UpToDate: 'UpToDate',
+  SourceNotApplied: 'SourceNotApplied',
+  PlanOnly: 'PlanOnly',
+} as const
+export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason]
+
+export type Decision =
+  | { readonly action: 'trigger'; readonly force: boolean; readonly reset: boolean; readonly why: string }
+  | { readonly action: 'skip'; readonly reason: SkipReason; readonly message: string }
+
+export interface DecisionInput {
+  readonly planned: PlannedRelease
+  /** undefined: the release does not exist in the cluster. */
+  readonly live: HelmRelease | undefined
+  readonly digestKey: string
+  readonly force: boolean
+  readonly reset: boolean
+}
+
+export function decide(input: DecisionInput): Decision {
+  const { planned, live } = input
+  if (live === undefined) {
+    return { action: 'skip', reason: SkipReason.NotFound, message: `HelmRelease ${planned.namespace}/${planned.name} does not exist in the cluster` }
+  }
+  if (live.suspend) {
+    return { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' }
+  }
+  const recorded = recordedDigests(live.annotations[input.digestKey])
+  const stale = planned.sources.filter((s) => recorded.get(s.id) !== s.digest)
+  if (stale.length === 0 && !input.force) {
+    return { action: 'skip', reason: SkipReason.UpToDate, message: 'already triggered for these digests' }
+  }
+  const stalled = isStalled(live)
+  const why = input.force && stale.length === 0 ? 'force' : `${stale.map((s) => s.id).join(', ')} changed`
+  return { action: 'trigger', force: input.force, reset: input.reset || stalled, why: stalled ? `${why}; release is stalled, resetting its retries` : why }
+}
+
+/** Retries exhausted: helm-controller will not act on a plain requestedAt until reset. */
+export function isStalled(release: HelmRelease): boolean {
+  const stalled = condition(release, 'Stalled')
+  if (stalled?.status === 'True') return true
+  const ready = condition(release, 'Ready')
+  return ready?.status === 'False' && ready.reason === 'RetriesExceeded'
+}
+
+/** `<prefix>/config-digest` parsed; an absent or corrupt annotation reads as empty (everything stale). */
+export function recordedDigests(annotation: string | undefined): Map<string, string> {
+  if (annotation === undefined || annotation === '') return new Map()
+  try {
+    const value: unknown = JSON.parse(annotation)
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return new Map()
+    return new Map(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  } catch {
+    return new Map()
+  }
+}
+
+/** The merge patch for a trigger: the token, the digests (merged with those recorded) and the discovery label. */
+export function buildPatch(live: HelmRelease, planned: PlannedRelease, decision: { force: boolean; reset: boolean }, token: string, keys: Keys): ReleasePatch {
+  const digests = new Map<string, string>(recordedDigests(live.annotations[keys.configDigest]))
+  for (const s of planned.sources) digests.set(s.id, s.digest)
+  const annotations: Record<string, string> = {
+    [keys.requestedAt]: token,
+    [keys.configDigest]: compactDigestJson(digests),
+  }
+  // Flux acts on forceAt/resetAt only when they equal requestedAt.
+  if (decision.force) annotations[keys.forceAt] = token
+  if (decision.reset) annotations[keys.resetAt] = token
+  const labels: Record<string, string> = live.valuesFrom.length > 0 ? { [keys.triggerLabel]: keys.triggerLabelValue } : {}
+  return { annotations, labels, resourceVersion: live.resourceVersion }
+}
+
+/** Compact JSON with sorted keys, so equal maps give equal annotations. */
+export function compactDigestJson(digests: ReadonlyMap<string, string>): string {
+  const sorted = [...digests.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return JSON.stringify(Object.fromEntries(sorted))
+}
+
+/** RFC 3339 UTC with nanoseconds, like Go's time.RFC3339Nano; unique per call within a process. */
+export function newToken(now: Date, sequence: number): string {
+  const iso = now.toISOString() // 2026-11-22T10:00:00.123Z
+  const nanos = String(sequence % 1_000_000).padStart(6, '0')
+  return `${iso.slice(0, 23)}${nanos}Z`
+}
+

@@ -1,0 +1,260 @@
+// The cluster as the engine sees it: a small interface (a hand-written fake implements it in
+// unit tests) and its implementation over @kubernetes/client-node. Every call is bounded
+// in time, retried when transient, and fails with one sentence naming what and how to fix.
+
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  Observable,
+  Watch,
+  PatchStrategy,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type KubernetesObject,
+  type ObservableMiddleware,
+} from '@kubernetes/client-node'
+import type { ReleaseRef, SourceKind, SourceRef } from '../model.ts'
+import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
+import { classify, NotFoundError, type Request } from './api-error.ts'
+import { HELMRELEASE, toHelmRelease, type HelmRelease } from './helmrelease.ts'
+
+/** The content of a live ConfigMap or Secret (Secret data still base64, as the API sends it). */
+export interface LiveSource {
+  readonly kind: SourceKind
+  readonly data: Readonly<Record<string, string>>
+  readonly binaryData: Readonly<Record<string, string>>
+  readonly labels: Readonly<Record<string, string>>
+}
+
+/** A merge patch of a release's metadata; null deletes a key. */
+export interface ReleasePatch {
+  readonly annotations: Readonly<Record<string, string | null>>
+  readonly labels: Readonly<Record<string, string | null>>
+  /** Optimistic concurrency: the patch fails with a conflict if the release changed since. */
+  readonly resourceVersion?: string
+}
+
+export interface ReleaseEvent {
+  readonly release: HelmRelease
+  readonly type: 'Normal' | 'Warning'
+  readonly reason: string
+  readonly message: string
+}
+
+export interface WriteOptions {
+  /** Server-side dry run: validated and admitted, never persisted. */
+  readonly dryRun: boolean
+}
+
+export interface ClusterClient {
+  readonly server: string
+  /** undefined when the release does not exist. */
+  getRelease(ref: ReleaseRef): Promise<HelmRelease | undefined>
+  /** Every release in a namespace (or all), read page by page. */
+  listReleases(namespace: string | undefined): Promise<HelmRelease[]>
+  patchRelease(ref: ReleaseRef, patch: ReleasePatch, options: WriteOptions): Promise<HelmRelease>
+  /** undefined when the object does not exist. */
+  getSource(ref: SourceRef): Promise<LiveSource | undefined>
+  /** Server-side apply of a manifest (field manager helmrelease-trigger). */
+  applyObject(object: KubernetesObject, options: WriteOptions): Promise<void>
+  /** status.lastAppliedRevision of a Flux Kustomization; undefined when it does not exist. */
+  getKustomizationRevision(namespace: string, name: string): Promise<string | undefined>
+  recordEvent(event: ReleaseEvent, options: WriteOptions): Promise<void>
+  /**
+   * Watches the releases of a namespace from their current state (a watch without
+   * resourceVersion first replays every object). Resolves when the server or `signal` ends it.
+   */
+  watchReleases(namespace: string, onRelease: (release: HelmRelease) => void, signal: AbortSignal): Promise<void>
+}
+
+export const FIELD_MANAGER = 'helmrelease-trigger'
+
+export interface ClusterClientOptions {
+  readonly requestTimeoutMs?: number
+  readonly retry?: RetryPolicy
+  readonly pageSize?: number
+}
+
+export function createClusterClient(config: KubeConfig, server: string, options: ClusterClientOptions = {}): ClusterClient {
+  const custom = config.makeApiClient(CustomObjectsApi)
+  const core = config.makeApiClient(CoreV1Api)
+  const objects = KubernetesObjectApi.makeApiClient(config)
+  const watcher = new Watch(config)
+  const timeoutMs = options.requestTimeoutMs ?? 30_000
+  const retry = options.retry ?? DEFAULT_RETRY
+  const pageSize = options.pageSize ?? 500
+
+  /** Bounded, retried, classified. `notFound` turns a missing object into undefined. */
+  async function call<T>(request: Request, fn: (o: RequestOptions) => Promise<T>, contentType?: string): Promise<T> {
+    return withRetry(async () => {
+      try {
+        return await fn(requestOptions(timeoutMs, contentType))
+      } catch (error) {
+        throw classify(error, request, server)
+      }
+    }, retry)
+  }
+  async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+    try {
+      return await p
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined
+      throw error
+    }
+  }
+  const hr = (verb: Request['verb'], namespace?: string, name?: string): Request => ({ verb, resource: HELMRELEASE.plural, group: HELMRELEASE.group, namespace, name })
+  const gvp = { group: HELMRELEASE.group, version: HELMRELEASE.version, plural: HELMRELEASE.plural }
+
+  return {
+    server,
+
+    getRelease: (ref) =>
+      orUndefined(call(hr('get', ref.namespace, ref.name), (o) => custom.getNamespacedCustomObject({ ...gvp, namespace: ref.namespace, name: ref.name }, o)).then(toHelmRelease)),
+
+    async listReleases(namespace) {
+      const releases: HelmRelease[] = []
+      let next: string | undefined
+      do {
+        const page: unknown = await call(hr('list', namespace), (o) =>
+          namespace === undefined
+            ? custom.listClusterCustomObject({ ...gvp, limit: pageSize, _continue: next }, o)
+            : custom.listNamespacedCustomObject({ ...gvp, namespace, limit: pageSize, _continue: next }, o),
+        )
+        releases.push(...itemsOf(page).map(toHelmRelease))
+        next = continueOf(page)
+      } while (next !== undefined)
+      return releases
+    },
+
+    patchRelease: (ref, patch, o2) =>
+      call(
+        hr('patch', ref.namespace, ref.name),
+        (o) =>
+          custom.patchNamespacedCustomObject(
+            {
+              ...gvp,
+              namespace: ref.namespace,
+              name: ref.name,
+              body: { metadata: { annotations: patch.annotations, labels: patch.labels, ...(patch.resourceVersion === undefined ? {} : { resourceVersion: patch.resourceVersion }) } },
+              dryRun: o2.dryRun ? 'All' : undefined,
+              fieldManager: FIELD_MANAGER,
+            },
+            o,
+          ),
+        PatchStrategy.MergePatch,
+      ).then(toHelmRelease),
+
+    async getSource(ref) {
+      const request: Request = { verb: 'get', resource: ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets', group: '', namespace: ref.namespace, name: ref.name }
+      const object = await orUndefined(
+        call(request, (o) => (ref.kind === 'ConfigMap' ? core.readNamespacedConfigMap({ namespace: ref.namespace, name: ref.name }, o) : core.readNamespacedSecret({ namespace: ref.namespace, name: ref.name }, o))),
+      )
+      if (object === undefined) return undefined
+      const binaryData = 'binaryData' in object ? object.binaryData : undefined
+      return { kind: ref.kind, data: object.data ?? {}, binaryData: binaryData ?? {}, labels: object.metadata?.labels ?? {} }
+    },
+
+    async applyObject(object, o2) {
+      const request: Request = { verb: 'patch', resource: `${(object.kind ?? '').toLowerCase()}s`, group: groupOf(object.apiVersion), namespace: object.metadata?.namespace, name: object.metadata?.name }
+      await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply))
+    },
+
+    async getKustomizationRevision(namespace, name) {
+      const request: Request = { verb: 'get', resource: 'kustomizations', group: 'kustomize.toolkit.fluxcd.io', namespace, name }
+      const object: unknown = await orUndefined(call(request, (o) => custom.getNamespacedCustomObject({ group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', namespace, name }, o)))
+      if (typeof object !== 'object' || object === null || !('status' in object)) return undefined
+      const status = object.status
+      return typeof status === 'object' && status !== null && 'lastAppliedRevision' in status && typeof status.lastAppliedRevision === 'string' ? status.lastAppliedRevision : undefined
+    },
+
+    async recordEvent(event, o2) {
+      const { release } = event
+      const now = new Date()
+      const request: Request = { verb: 'create', resource: 'events', group: '', namespace: release.namespace }
+      await call(request, (o) =>
+        core.createNamespacedEvent(
+          {
+            namespace: release.namespace,
+            dryRun: o2.dryRun ? 'All' : undefined,
+            body: {
+              metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
+              involvedObject: { apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`, kind: HELMRELEASE.kind, name: release.name, namespace: release.namespace, uid: release.uid, resourceVersion: release.resourceVersion },
+              type: event.type,
+              reason: event.reason,
+              message: event.message.slice(0, 1024),
+              source: { component: FIELD_MANAGER },
+              reportingComponent: FIELD_MANAGER,
+              reportingInstance: hostname().slice(0, 128),
+              firstTimestamp: now,
+              lastTimestamp: now,
+              count: 1,
+            },
+          },
+          o,
+        ),
+      )
+    },
+
+    async watchReleases(namespace, onRelease, signal) {
+      const path = `/apis/${HELMRELEASE.group}/${HELMRELEASE.version}/namespaces/${namespace}/helmreleases`
+      const request = hr('watch', namespace)
+      await new Promise<void>((resolve, reject) => {
+        const finish = (error: unknown): void => {
+          signal.removeEventListener('abort', stop)
+          // An abort we asked for, or the server closing the watch, is a normal end.
+          if (error === null || error === undefined || signal.aborted || (error instanceof Error && error.name === 'AbortError')) resolve()
+          else reject(classify(error, request, server))
+        }
+        let controller: AbortController | undefined
+        const stop = (): void => controller?.abort()
+        signal.addEventListener('abort', stop)
+        watcher
+          .watch(path, { timeoutSeconds: 300 }, (phase, object: unknown) => {
+            if (phase === 'ADDED' || phase === 'MODIFIED') onRelease(toHelmRelease(object))
+          }, finish)
+          .then((c) => {
+            controller = c
+            if (signal.aborted) c.abort()
+          }, finish)
+      })
+    },
+  }
+}
+
+type RequestOptions = ConfigurationOptions
+
+/**
+ * Per-call middleware: a deadline for every request, and the patch content type when given
+ * (the generated client would send strategic-merge-patch, which custom resources refuse).
+ */
+function requestOptions(timeoutMs: number, contentType: string | undefined): RequestOptions {
+  const middleware: ObservableMiddleware = {
+    pre: (context) => {
+      context.setSignal(AbortSignal.timeout(timeoutMs))
+      if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType)
+      return new Observable(Promise.resolve(context))
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  }
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' }
+}
+
+function itemsOf(list: unknown): unknown[] {
+  if (typeof list !== 'object' || list === null || !('items' in list) || !Array.isArray(list.items)) return []
+  return list.items
+}
+
+function continueOf(list: unknown): string | undefined {
+  if (typeof list !== 'object' || list === null || !('metadata' in list)) return undefined
+  const m = list.metadata
+  const c = typeof m === 'object' && m !== null && 'continue' in m ? m.continue : undefined
+  return typeof c === 'string' && c !== '' ? c : undefined
+}
+
+function groupOf(apiVersion: string | undefined): string {
+  const parts = (apiVersion ?? 'v1').split('/')
+  return parts.length === 2 ? (parts[0] ?? '') : ''
+}

@@ -1,0 +1,127 @@
+// Step 6: wait until helm-controller has handled our token, then say what it did.
+// Done when lastHandledReconcileAt (and forceAt/resetAt when sent) equals our token, the
+// generation is observed, nothing is Reconciling, and Ready is True or False: the rule the
+// flux CLI applies. Watches each namespace (replaying current state on every reconnect)
+// under one overall deadline; `assess` is the pure part.
+
+import { messageOf } from './errors.ts'
+import type { ClusterClient } from './kube/cluster.ts'
+import { condition, type HelmRelease } from './kube/helmrelease.ts'
+import { releaseKey } from './model.ts'
+import { Status, type ReleaseResult } from './result.ts'
+import type { Clock, Logger, OutcomeWaiter, Triggered } from './trigger.ts'
+
+/** The release's result once helm-controller has handled `t.token`; undefined while it has not. */
+export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseResult | undefined {
+  if (!handled(t, live)) return undefined
+  const ready = condition(live, 'Ready')
+  const before = t.before.status.history[0]
+  const after = live.status.history[0]
+  const base = { namespace: t.planned.namespace, name: t.planned.name, sources: t.planned.sources, token: t.token, revisionBefore: before?.version, revisionAfter: after?.version, durationMs: now - t.startedAt }
+  if (ready?.status === 'False') {
+    return { ...base, status: Status.Failed, reason: ready.reason || 'NotReady', message: ready.message || 'Ready=False', severity: 'error' }
+  }
+  if (after === undefined || after.status !== 'deployed') {
+    return { ...base, status: Status.Failed, reason: 'NotDeployed', message: `latest Helm release is ${after?.status ?? 'missing'}, not deployed`, severity: 'error' }
+  }
+  const newRevision = before === undefined || after.version !== before.version
+  if (newRevision || after.configDigest !== before.configDigest) {
+    return { ...base, status: Status.Upgraded, reason: ready?.reason || 'UpgradeSucceeded', message: ready?.message || `revision ${after.version} deployed`, severity: 'none' }
+  }
+  return { ...base, status: Status.Unchanged, reason: 'Unchanged', message: 'reconciled; values unchanged, no new Helm revision', severity: 'none' }
+}
+
+function handled(t: Triggered, live: HelmRelease): boolean {
+  const s = live.status
+  if (s.lastHandledReconcileAt !== t.token) return false
+  if (t.force && s.lastHandledForceAt !== t.token) return false
+  if (t.reset && s.lastHandledResetAt !== t.token) return false
+  if (s.observedGeneration !== live.generation) return false
+  if (condition(live, 'Reconciling')?.status === 'True') return false
+  const ready = condition(live, 'Ready')?.status
+  return ready === 'True' || ready === 'False'
+}
+
+/** What was last seen, for a TimedOut result. */
+export function lastSeen(t: Triggered, live: HelmRelease | undefined): string {
+  if (live === undefined) return 'release not seen since the patch'
+  const ready = condition(live, 'Ready')
+  const reconciling = condition(live, 'Reconciling')
+  const handledNote = live.status.lastHandledReconcileAt === t.token ? 'token handled' : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
+  const readyNote = ready === undefined ? 'no Ready condition' : `Ready=${ready.status}${ready.reason ? ` ${ready.reason}` : ''}${ready.message ? `: ${ready.message}` : ''}`
+  return `${handledNote}; ${readyNote}${reconciling?.status === 'True' ? `; Reconciling: ${reconciling.message}` : ''}`
+}
+
+export function createOutcomeWaiter(deps: { clock: Clock; log: Logger }): OutcomeWaiter {
+  return {
+    async wait(cluster, triggered, deadline) {
+      const pending = new Map(triggered.map((t) => [releaseKey(t.planned), t]))
+      const seen = new Map<string, HelmRelease>()
+      const done = new Map<string, ReleaseResult>()
+      const namespaces = [...new Set(triggered.map((t) => t.planned.namespace))]
+      const observe = (live: HelmRelease): void => {
+        const key = releaseKey(live)
+        const t = pending.get(key)
+        if (t === undefined) return
+        seen.set(key, live)
+        const result = assess(t, live, deps.clock.now())
+        if (result === undefined) return
+        pending.delete(key)
+        done.set(key, result)
+      }
+      await Promise.all(namespaces.map((ns) => watchNamespace(cluster, ns, () => [...pending.values()].some((t) => t.planned.namespace === ns), observe, deadline, deps)))
+      const now = deps.clock.now()
+      return triggered.map((t) => {
+        const key = releaseKey(t.planned)
+        return (
+          done.get(key) ?? {
+            namespace: t.planned.namespace,
+            name: t.planned.name,
+            sources: t.planned.sources,
+            token: t.token,
+            status: Status.TimedOut,
+            reason: 'TimedOut',
+            message: `helm-controller did not finish within the timeout; last seen: ${lastSeen(t, seen.get(key))}`,
+            revisionBefore: t.before.status.history[0]?.version,
+            revisionAfter: seen.get(key)?.status.history[0]?.version,
+            durationMs: now - t.startedAt,
+            severity: 'error',
+          }
+        )
+      })
+    },
+  }
+}
+
+/** Re-opens the watch when the server ends it (timeouts, restarts) until nothing is pending or the deadline passes. */
+async function watchNamespace(cluster: ClusterClient, namespace: string, anyPending: () => boolean, observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<void> {
+  let backoff = 500
+  while (anyPending() && deps.clock.now() < deadline) {
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - deps.clock.now()))
+    const check = setInterval(() => {
+      if (!anyPending()) controller.abort()
+    }, 100)
+    const started = deps.clock.now()
+    try {
+      await cluster.watchReleases(
+        namespace,
+        (r) => {
+          observe(r)
+          if (!anyPending()) controller.abort()
+        },
+        controller.signal,
+      )
+      // A watch the server ends at once (overloaded, restarting) must not become a hot loop.
+      if (deps.clock.now() - started < 1_000 && anyPending()) await deps.clock.sleep(250)
+      backoff = 500
+    } catch (error) {
+      deps.log.warning(`watching HelmReleases in ${namespace} failed (${messageOf(error)}); retrying`)
+      await deps.clock.sleep(Math.min(backoff, Math.max(0, deadline - deps.clock.now())))
+      backoff = Math.min(backoff * 2, 5_000)
+    } finally {
+      clearTimeout(timer)
+      clearInterval(check)
+    }
+  }
+}

@@ -1,0 +1,187 @@
+// The one place inputs are read and validated. The action passes core.getInput, the CLI
+// passes its flags under the same names; both get the same typed, readonly Settings.
+
+import { parseDuration } from './duration.ts'
+import { ConfigurationError } from './errors.ts'
+import { isDnsLabel, isDnsSubdomain } from './keys.ts'
+
+export const MODES = ['trigger', 'watch', 'discover', 'recover', 'drift'] as const
+export type Mode = (typeof MODES)[number]
+
+export const FAIL_ON = ['error', 'warning', 'never'] as const
+export type FailOn = (typeof FAIL_ON)[number]
+
+export const KUBECONFIG_ENCODINGS = ['auto', 'plain', 'base64'] as const
+export type KubeconfigEncoding = (typeof KUBECONFIG_ENCODINGS)[number]
+
+export interface Settings {
+  /** What to run. */
+  readonly mode: Mode
+  /** Kubeconfig content from the input (plain or base64); undefined → $KUBECONFIG, ~/.kube/config, in-cluster. */
+  readonly kubeconfig: string | undefined
+  /** How `kubeconfig` is encoded; auto tells YAML from base64. */
+  readonly kubeconfigEncoding: KubeconfigEncoding
+  /** Kubeconfig context to use instead of its current-context. */
+  readonly context: string | undefined
+  /** Commit to diff from (overrides the event's). */
+  readonly base: string | undefined
+  /** Commit to diff to (overrides the event's). */
+  readonly head: string | undefined
+  /** Trigger from every labelled source at head instead of a diff. */
+  readonly fullSync: boolean
+  /** Globs of manifest files to read, relative to the repository root. */
+  readonly paths: readonly string[]
+  /** Prefix of our labels and annotations (drop-in with the operator's `nebius.ai`). */
+  readonly annotationPrefix: string
+  /** Namespace of annotated targets when `<prefix>/helmreleases-namespace` is absent. */
+  readonly defaultNamespace: string
+  /** Also send reconcile.fluxcd.io/forceAt (one-off helm upgrade even without changes). */
+  readonly force: boolean
+  /** Also send reconcile.fluxcd.io/resetAt (reset the retry counter). */
+  readonly reset: boolean
+  /** Trigger releases whose spec.valuesFrom names a changed source, labelled or not. */
+  readonly discover: boolean
+  /** Wait until the cluster holds the planned content of each source before patching. */
+  readonly waitForApply: boolean
+  /** Server-side apply the changed sources ourselves first (no kustomize-controller). */
+  readonly apply: boolean
+  /** Wait for helm-controller's outcome after patching. */
+  readonly wait: boolean
+  /** Bound of each wait (apply, outcome), in milliseconds. */
+  readonly timeoutMs: number
+  /** Concurrent API calls at most. */
+  readonly maxConcurrency: number
+  /** Plan and send every write as a server-side dry run. */
+  readonly dryRun: boolean
+  /** Write to the cluster on pull_request events too (otherwise plan only). */
+  readonly allowPullRequests: boolean
+  /** Which findings make the run fail. */
+  readonly failOn: FailOn
+  /** Canonicalise YAML/JSON values before digesting (comment-only edits trigger nothing). */
+  readonly semanticDigest: boolean
+}
+
+/** Reads one named input; returns '' when it is not set (like @actions/core's getInput). */
+export type InputReader = (name: string) => string
+
+export const DEFAULT_PATHS: readonly string[] = ['**/*.yaml', '**/*.yml']
+
+export function parseSettings(read: InputReader): Settings {
+  const kubeconfig = read('kubeconfig').trim()
+  return {
+    mode: oneOf(read, 'mode', MODES, 'trigger'),
+    kubeconfig: kubeconfig === '' ? undefined : kubeconfig,
+    kubeconfigEncoding: oneOf(read, 'kubeconfig-encoding', KUBECONFIG_ENCODINGS, 'auto'),
+    context: optional(read, 'context'),
+    base: optional(read, 'base'),
+    head: optional(read, 'head'),
+    fullSync: bool(read, 'full-sync', false),
+    paths: lines(read, 'paths', DEFAULT_PATHS),
+    annotationPrefix: prefix(read),
+    defaultNamespace: namespace(read, 'default-namespace', 'flux-system'),
+    force: bool(read, 'force', false),
+    reset: bool(read, 'reset', false),
+    discover: bool(read, 'discover', true),
+    waitForApply: bool(read, 'wait-for-apply', true),
+    apply: bool(read, 'apply', false),
+    wait: bool(read, 'wait', true),
+    timeoutMs: duration(read, 'timeout', '5m'),
+    maxConcurrency: integer(read, 'max-concurrency', 10, { min: 1, max: 1000 }),
+    dryRun: bool(read, 'dry-run', false),
+    allowPullRequests: bool(read, 'allow-pull-requests', false),
+    failOn: oneOf(read, 'fail-on', FAIL_ON, 'error'),
+    semanticDigest: bool(read, 'semantic-digest', true),
+  }
+}
+
+function optional(read: InputReader, name: string): string | undefined {
+  const v = read(name).trim()
+  return v === '' ? undefined : v
+}
+
+function oneOf<T extends string>(read: InputReader, name: string, allowed: readonly T[], fallback: T): T {
+  const v = read(name).trim()
+  if (v === '') return fallback
+  const found = allowed.find((a) => a === v.toLowerCase())
+  if (found === undefined) {
+    throw new ConfigurationError(`Input '${name}' must be one of ${allowed.join(', ')}; got '${v}'.`)
+  }
+  return found
+}
+
+// The YAML 1.2 core schema booleans, as @actions/core's getBooleanInput accepts.
+const TRUE = new Set(['true', 'True', 'TRUE'])
+const FALSE = new Set(['false', 'False', 'FALSE'])
+
+function bool(read: InputReader, name: string, fallback: boolean): boolean {
+  const v = read(name).trim()
+  if (v === '') return fallback
+  if (TRUE.has(v)) return true
+  if (FALSE.has(v)) return false
+  throw new ConfigurationError(`Input '${name}' must be true or false; got '${v}'.`)
+}
+
+function lines(read: InputReader, name: string, fallback: readonly string[]): readonly string[] {
+  const items = read(name)
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .flatMap(splitCommas)
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+  return items.length === 0 ? fallback : items
+}
+
+/** Commas separate items, except inside a glob's `{a,b}` alternatives. */
+function splitCommas(line: string): string[] {
+  const parts: string[] = []
+  let depth = 0
+  let start = 0
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charAt(i)
+    if (c === '\\') i++
+    else if (c === '{') depth++
+    else if (c === '}' && depth > 0) depth--
+    else if (c === ',' && depth === 0) {
+      parts.push(line.slice(start, i))
+      start = i + 1
+    }
+  }
+  parts.push(line.slice(start))
+  return parts
+}
+
+function duration(read: InputReader, name: string, fallback: string): number {
+  const v = read(name).trim() || fallback
+  const ms = parseDuration(v)
+  if (ms === undefined || ms <= 0) {
+    throw new ConfigurationError(`Input '${name}' must be a duration like 5m, 90s or 1h30m; got '${v}'.`)
+  }
+  return ms
+}
+
+function integer(read: InputReader, name: string, fallback: number, range: { min: number; max: number }): number {
+  const v = read(name).trim()
+  if (v === '') return fallback
+  const n = Number(v)
+  if (!/^\d+$/.test(v) || n < range.min || n > range.max) {
+    throw new ConfigurationError(`Input '${name}' must be a whole number from ${range.min} to ${range.max}; got '${v}'.`)
+  }
+  return n
+}
+
+function namespace(read: InputReader, name: string, fallback: string): string {
+  const v = read(name).trim() || fallback
+  if (!isDnsLabel(v)) {
+    throw new ConfigurationError(`Input '${name}' must be a Kubernetes namespace name (lowercase letters, digits and '-'); got '${v}'.`)
+  }
+  return v
+}
+
+function prefix(read: InputReader): string {
+  const v = read('annotation-prefix').trim() || 'nebius.ai'
+  if (!isDnsSubdomain(v)) {
+    throw new ConfigurationError(`Input 'annotation-prefix' must be a DNS subdomain such as nebius.ai or example.com; got '${v}'.`)
+  }
+  return v
+}

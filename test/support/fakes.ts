@@ -1,0 +1,178 @@
+// Hand-written fakes behind our own interfaces, for unit tests of the engine.
+// They keep just enough state to behave like the real thing: resourceVersions that move,
+// merge-patch semantics for metadata, conflicts on stale resourceVersions.
+
+import type { GitReader } from '../../src/git.ts'
+import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, WriteOptions } from '../../src/kube/cluster.ts'
+import { ConflictError } from '../../src/kube/api-error.ts'
+import { toHelmRelease, type HelmRelease } from '../../src/kube/helmrelease.ts'
+import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceRef } from '../../src/model.ts'
+import type { Clock } from '../../src/trigger.ts'
+
+/** An in-memory commit history: each commit is a full snapshot of path → text. */
+export class FakeGit implements GitReader {
+  private readonly commits = new Map<string, { parent: string | undefined; files: ReadonlyMap<string, string> }>()
+
+  commit(sha: string, parent: string | undefined, files: Readonly<Record<string, string>>): this {
+    this.commits.set(sha, { parent, files: new Map(Object.entries(files)) })
+    return this
+  }
+
+  async resolve(rev: string): Promise<string | undefined> {
+    return this.commits.has(rev) ? rev : undefined
+  }
+
+  async parent(sha: string): Promise<string | undefined> {
+    return this.commits.get(sha)?.parent
+  }
+
+  async changedFiles(base: string | undefined, head: string, filter: (p: string) => boolean): Promise<FileChange[]> {
+    const before = base === undefined ? new Map<string, string>() : this.files(base)
+    const after = this.files(head)
+    const paths = [...new Set([...before.keys(), ...after.keys()])].filter(filter).sort()
+    return paths.flatMap((path): FileChange[] => {
+      const b = before.get(path)
+      const a = after.get(path)
+      if (b === a) return []
+      if (b === undefined) return [{ path, status: 'added', after: content(a ?? '') }]
+      if (a === undefined) return [{ path, status: 'deleted', before: content(b) }]
+      return [{ path, status: 'modified', before: content(b), after: content(a) }]
+    })
+  }
+
+  async headFiles(head: string, filter: (p: string) => boolean): Promise<HeadFile[]> {
+    return [...this.files(head)].filter(([p]) => filter(p)).map(([path, text]) => ({ path, content: content(text) }))
+  }
+
+  async show(sha: string, path: string): Promise<FileContent | undefined> {
+    const text = this.files(sha).get(path)
+    return text === undefined ? undefined : content(text)
+  }
+
+  private files(sha: string): ReadonlyMap<string, string> {
+    const c = this.commits.get(sha)
+    if (c === undefined) throw new Error(`fake git: no commit ${sha}`)
+    return c.files
+  }
+}
+
+function content(text: string): FileContent {
+  return { type: 'file', bytes: new TextEncoder().encode(text) }
+}
+
+interface StoredRelease {
+  object: Record<string, unknown>
+}
+
+/** A cluster of HelmReleases and ConfigMaps/Secrets kept in memory. */
+export class FakeCluster implements ClusterClient {
+  readonly server = 'https://fake.invalid'
+  readonly patches: { ref: ReleaseRef; patch: ReleasePatch; dryRun: boolean }[] = []
+  readonly events: ReleaseEvent[] = []
+  readonly applied: unknown[] = []
+  /** Names of releases whose next patch answers 409 once (someone else wrote first). */
+  readonly conflictOnce = new Set<string>()
+  private readonly releases = new Map<string, StoredRelease>()
+  private readonly sources = new Map<string, LiveSource>()
+  private version = 1
+
+  addRelease(namespace: string, name: string, spec: Record<string, unknown> = {}, extra: { annotations?: Record<string, string>; status?: Record<string, unknown> } = {}): this {
+    this.releases.set(`${namespace}/${name}`, {
+      object: { metadata: { namespace, name, uid: `uid-${name}`, resourceVersion: String(this.version++), generation: 1, annotations: extra.annotations ?? {}, labels: {} }, spec, status: extra.status ?? {} },
+    })
+    return this
+  }
+
+  setSource(ref: SourceRef, data: Record<string, string>, labels: Record<string, string> = {}): this {
+    this.sources.set(`${ref.kind}/${ref.namespace}/${ref.name}`, { kind: ref.kind, data, binaryData: {}, labels })
+    return this
+  }
+
+  release(namespace: string, name: string): HelmRelease {
+    const stored = this.releases.get(`${namespace}/${name}`)
+    if (stored === undefined) throw new Error(`fake cluster: no release ${namespace}/${name}`)
+    return toHelmRelease(stored.object)
+  }
+
+  async getRelease(ref: ReleaseRef): Promise<HelmRelease | undefined> {
+    const stored = this.releases.get(`${ref.namespace}/${ref.name}`)
+    return stored === undefined ? undefined : toHelmRelease(stored.object)
+  }
+
+  async listReleases(namespace: string | undefined): Promise<HelmRelease[]> {
+    return [...this.releases.values()].map((r) => toHelmRelease(r.object)).filter((r) => namespace === undefined || r.namespace === namespace)
+  }
+
+  async patchRelease(ref: ReleaseRef, patch: ReleasePatch, options: WriteOptions): Promise<HelmRelease> {
+    const key = `${ref.namespace}/${ref.name}`
+    const stored = this.releases.get(key)
+    if (stored === undefined) throw new Error(`fake cluster: no release ${key}`)
+    this.patches.push({ ref, patch, dryRun: options.dryRun })
+    const current = toHelmRelease(stored.object)
+    if (this.conflictOnce.delete(key)) {
+      this.bump(stored)
+      throw new ConflictError(`patch ${key}: the object changed meanwhile (409 Conflict)`)
+    }
+    if (patch.resourceVersion !== undefined && patch.resourceVersion !== current.resourceVersion) {
+      throw new ConflictError(`patch ${key}: the object changed meanwhile (409 Conflict)`)
+    }
+    if (options.dryRun) return current
+    const metadata = record(stored.object['metadata'])
+    metadata['annotations'] = mergeStrings(record(metadata['annotations']), patch.annotations)
+    metadata['labels'] = mergeStrings(record(metadata['labels']), patch.labels)
+    this.bump(stored)
+    return toHelmRelease(stored.object)
+  }
+
+  async getSource(ref: SourceRef): Promise<LiveSource | undefined> {
+    return this.sources.get(`${ref.kind}/${ref.namespace}/${ref.name}`)
+  }
+
+  async applyObject(object: unknown): Promise<void> {
+    this.applied.push(object)
+  }
+
+  async getKustomizationRevision(): Promise<string | undefined> {
+    return undefined
+  }
+
+  async recordEvent(event: ReleaseEvent): Promise<void> {
+    this.events.push(event)
+  }
+
+  async watchReleases(namespace: string, onRelease: (r: HelmRelease) => void): Promise<void> {
+    for (const r of await this.listReleases(namespace)) onRelease(r)
+  }
+
+  private bump(stored: StoredRelease): void {
+    record(stored.object['metadata'])['resourceVersion'] = String(this.version++)
+  }
+}
+
+function record(value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) throw new Error('fake cluster: expected an object')
+  return value as Record<string, unknown>
+}
+
+function mergeStrings(current: Record<string, unknown>, patch: Readonly<Record<string, string | null>>): Record<string, unknown> {
+  const next = { ...current }
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete next[k]
+    else next[k] = v
+  }
+  return next
+}
+
+/** A clock that advances only when slept on: waits in tests take no time. */
+export class FakeClock implements Clock {
+  private current: number
+  constructor(start = Date.UTC(2026, 10, 22, 10, 0, 0)) {
+    this.current = start
+  }
+  now(): number {
+    return this.current
+  }
+  async sleep(ms: number): Promise<void> {
+    this.current += ms
+  }
+}
