@@ -1,0 +1,142 @@
+// The tests' handle on the cluster the global setup started (global-setup.ts):
+// typed clients and the helpers most integration and end-to-end tests need.
+//
+//   const cluster = useCluster()
+//   const ns = await cluster.createNamespace('trigger')
+
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node'
+import { inject } from 'vitest'
+import { publishChartOverHttp, type ChartSpec, type PublishedChart } from './chart.ts'
+import {
+  HELM_RELEASE,
+  HELM_REPOSITORY,
+  REQUESTED_AT,
+  describeConditions,
+  helmRelease,
+  helmRepository,
+  isReady,
+  type FluxObject,
+  type HelmReleaseOptions,
+} from './flux.ts'
+import type { ProvidedCluster } from './global-setup.ts'
+import {
+  createNamespace,
+  kubeConfigFromFile,
+  serviceAccountToken,
+  waitFor,
+  writeKubeconfig,
+  type TokenOptions,
+  type WaitOptions,
+} from './kube.ts'
+
+const FIELD_MANAGER = 'helmrelease-trigger-tests'
+
+export interface ClusterHandle extends ProvidedCluster {
+  /** Admin (system:masters) client configuration. */
+  readonly kubeconfig: KubeConfig
+  readonly core: CoreV1Api
+  readonly custom: CustomObjectsApi
+  /** Creates `<prefix>-<random>` and returns its name (namespaces never finish deleting here). */
+  createNamespace(prefix?: string): Promise<string>
+  serviceAccountToken(namespace: string, name: string, options?: TokenOptions): Promise<string>
+  /** Writes a kubeconfig for another identity (a temp file removed at exit); returns its path. */
+  kubeconfigFor(token: string, user?: string): Promise<string>
+  publishChart(spec: ChartSpec): Promise<PublishedChart>
+  waitFor: typeof waitFor
+  /** Server-side applies a HelmRepository for the loopback chart repository (name `charts`). */
+  applyHelmRepository(namespace: string, options?: { name?: string; interval?: string }): Promise<FluxObject>
+  /** Server-side applies a HelmRelease (defaults: chart `demo`, version `*`, repository `charts`, interval 1h). */
+  applyHelmRelease(options: HelmReleaseOptions): Promise<FluxObject>
+  getHelmRelease(namespace: string, name: string): Promise<FluxObject>
+  /** Merge-patches `reconcile.fluxcd.io/requestedAt`; returns the token written. */
+  requestReconcile(namespace: string, name: string, token?: string): Promise<string>
+  /** Waits for Ready=True at the current generation; the timeout error shows the conditions. */
+  waitForHelmReleaseReady(namespace: string, name: string, options?: WaitOptions): Promise<FluxObject>
+}
+
+let handle: ClusterHandle | undefined
+
+export function useCluster(): ClusterHandle {
+  handle ??= makeHandle(inject('cluster'))
+  return handle
+}
+
+function makeHandle(provided: ProvidedCluster): ClusterHandle {
+  const kubeconfig = kubeConfigFromFile(provided.kubeconfigPath)
+  const core = kubeconfig.makeApiClient(CoreV1Api)
+  const custom = kubeconfig.makeApiClient(CustomObjectsApi)
+  let scratch: string | undefined
+
+  async function apply(coordinates: { group: string; version: string; plural: string }, object: FluxObject): Promise<FluxObject> {
+    const namespace = object.metadata.namespace
+    if (!namespace) throw new Error(`${object.kind} ${object.metadata.name} has no namespace`)
+    return (await custom.patchNamespacedCustomObject(
+      { ...coordinates, namespace, name: object.metadata.name, body: object, fieldManager: FIELD_MANAGER, force: true },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    )) as FluxObject
+  }
+
+  async function getHelmRelease(namespace: string, name: string): Promise<FluxObject> {
+    return (await custom.getNamespacedCustomObject({ ...HELM_RELEASE, namespace, name })) as FluxObject
+  }
+
+  return {
+    ...provided,
+    kubeconfig,
+    core,
+    custom,
+    waitFor,
+    async createNamespace(prefix = 'test') {
+      const name = `${prefix.slice(0, 50)}-${randomBytes(4).toString('hex')}`
+      await createNamespace(kubeconfig, name)
+      return name
+    },
+    serviceAccountToken: (namespace, name, options) => serviceAccountToken(kubeconfig, namespace, name, options),
+    async kubeconfigFor(token, user = 'user') {
+      if (!scratch) {
+        const dir = mkdtempSync(join(tmpdir(), 'hrt-kubeconfigs-'))
+        process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+        scratch = dir
+      }
+      const path = join(scratch, `${user}-${randomBytes(4).toString('hex')}`)
+      await writeKubeconfig(path, { server: provided.server, caData: provided.caData, token, user })
+      return path
+    },
+    publishChart: (spec) => publishChartOverHttp(provided.chartRepoUrl, spec),
+    applyHelmRepository: (namespace, options = {}) =>
+      apply(HELM_REPOSITORY, helmRepository({ namespace, url: provided.chartRepoUrl, ...options })),
+    applyHelmRelease: (options) => apply(HELM_RELEASE, helmRelease(options)),
+    getHelmRelease,
+    async requestReconcile(namespace, name, token = new Date().toISOString()) {
+      await custom.patchNamespacedCustomObject(
+        { ...HELM_RELEASE, namespace, name, body: { metadata: { annotations: { [REQUESTED_AT]: token } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      return token
+    },
+    async waitForHelmReleaseReady(namespace, name, options = {}) {
+      let last: FluxObject | undefined
+      try {
+        return await waitFor(
+          async () => {
+            last = await getHelmRelease(namespace, name)
+            return isReady(last) && last
+          },
+          { timeoutMs: 120_000, ...options },
+        )
+      } catch (error) {
+        throw new Error(`HelmRelease ${namespace}/${name} not Ready: ${describeConditions(last)}`, { cause: error })
+      }
+    },
+  }
+}
