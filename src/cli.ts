@@ -63,7 +63,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       const target = BOOLEAN_INPUTS.has(name) ? inputs : flags
       target.set(name, inline ?? String(!negated))
     } else if (VALUE_INPUTS.has(name) || CLI_FLAGS.has(name)) {
-      const value = inline ?? rest[++i]
+      // A following flag is not a value: `--context --dry-run` is a missing context.
+      const next = rest[i + 1]
+      const value = inline ?? (next !== undefined && !next.startsWith('--') ? rest[++i] : undefined)
       if (value === undefined) throw new ConfigurationError(`Flag --${name} needs a value.`)
       const target = VALUE_INPUTS.has(name) ? inputs : flags
       // --paths may repeat: the input is one glob per line.
@@ -89,7 +91,6 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const settings = parseSettings((name) => {
       if (name === 'mode') return 'trigger'
       if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
-      if (name === 'kubeconfig-encoding' && kubeconfigFile !== undefined) return 'plain'
       return args.inputs.get(name) ?? ''
     })
     const git = await createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })

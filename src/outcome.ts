@@ -1,7 +1,7 @@
 // Step 6: wait until helm-controller has handled our token, then say what it did.
 // Done when lastHandledReconcileAt (and forceAt/resetAt when sent) equals our token, the
-// generation is observed, nothing is Reconciling, and Ready is True or False: the rule the
-// flux CLI applies. Watches each namespace (replaying current state on every reconnect)
+// generation is observed, and Ready is True with nothing Reconciling (the rule the flux CLI
+// applies), or Ready is False: the attempt that handled our token failed. Watches each namespace (replaying current state on every reconnect)
 // under one overall deadline; `assess` is the pure part.
 
 import { messageOf } from './errors.ts'
@@ -19,7 +19,7 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
   const after = live.status.history[0]
   const base = { namespace: t.planned.namespace, name: t.planned.name, sources: t.planned.sources, token: t.token, revisionBefore: before?.version, revisionAfter: after?.version, durationMs: now - t.startedAt }
   if (ready?.status === 'False') {
-    return { ...base, status: Status.Failed, reason: ready.reason || 'NotReady', message: ready.message || 'Ready=False', severity: 'error' }
+    return { ...base, status: Status.Failed, reason: ready.reason || 'NotReady', message: `${ready.message || 'Ready=False'}${retryNote(live)}`, severity: 'error' }
   }
   if (after === undefined || after.status !== 'deployed') {
     return { ...base, status: Status.Failed, reason: 'NotDeployed', message: `latest Helm release is ${after?.status ?? 'missing'}, not deployed`, severity: 'error' }
@@ -37,9 +37,20 @@ function handled(t: Triggered, live: HelmRelease): boolean {
   if (t.force && s.lastHandledForceAt !== t.token) return false
   if (t.reset && s.lastHandledResetAt !== t.token) return false
   if (s.observedGeneration !== live.generation) return false
-  if (condition(live, 'Reconciling')?.status === 'True') return false
   const ready = condition(live, 'Ready')?.status
-  return ready === 'True' || ready === 'False'
+  // helm-controller writes lastHandledReconcileAt in the final status patch of the attempt
+  // that saw our token, so Ready=False now is that attempt's failure. It keeps
+  // Reconciling=True while it retries on its own (a render error retries forever with
+  // backoff): the committer's upgrade failed all the same, and waiting would only time out.
+  if (ready === 'False') return true
+  return ready === 'True' && condition(live, 'Reconciling')?.status !== 'True'
+}
+
+/** Said after a failure: whether helm-controller goes on retrying by itself. */
+function retryNote(live: HelmRelease): string {
+  if (condition(live, 'Stalled')?.status === 'True') return ' (stalled: helm-controller will not retry until reset)'
+  if (condition(live, 'Reconciling')?.status === 'True') return ` (helm-controller keeps retrying; ${live.status.failures} failure${live.status.failures === 1 ? '' : 's'} so far)`
+  return ''
 }
 
 /** What was last seen, for a TimedOut result. */

@@ -49,7 +49,7 @@ export interface Triggered {
   readonly planned: PlannedRelease
   /** The release as the patch response returned it. */
   readonly release: HelmRelease
-  /** The release as observed before the patch (revision before). */
+  /** The release as first observed in this run, before the new config arrived (revision before). */
   readonly before: HelmRelease
   readonly token: string
   readonly force: boolean
@@ -114,11 +114,12 @@ export async function runTrigger(settings: Settings, context: RunContext, deps: 
   const start = deps.clock.now()
   const deadline = start + settings.timeoutMs
 
+  const baseline = await baselineOf(cluster, plan, settings)
   const sources = await applySources(cluster, plan, headFiles, range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
   const sequence = { n: 0 }
   const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) =>
-    triggerRelease(cluster, release, { keys, settings, context, unapplied, deps, sequence, head: range.head }),
+    triggerRelease(cluster, release, { keys, settings, context, unapplied, deps, sequence, head: range.head, baseline }),
   )
 
   const triggered = outcomes.flatMap((o) => ('triggered' in o ? [o.triggered] : []))
@@ -130,6 +131,23 @@ export async function runTrigger(settings: Settings, context: RunContext, deps: 
 
   const results = [...settled, ...waited].sort((a, b) => releaseKey(a).localeCompare(releaseKey(b)))
   return { ...base, plan, planOnly: undefined, sources, results }
+}
+
+/**
+ * The releases as they were before the new config could reach the cluster: the revision an
+ * upgrade is measured from. helm-controller may upgrade on its own between the apply and our
+ * patch (values changed reset its failure count); that upgrade is still this commit's.
+ */
+async function baselineOf(cluster: ClusterClient, plan: Plan, settings: Settings): Promise<ReadonlyMap<string, HelmRelease>> {
+  if (!settings.wait || settings.dryRun) return new Map()
+  const releases = await mapLimit(plan.releases, settings.maxConcurrency, async (r) => {
+    try {
+      return await cluster.getRelease(r)
+    } catch {
+      return undefined // observed again, with its error reported, when patched
+    }
+  })
+  return new Map(releases.flatMap((r) => (r === undefined ? [] : [[releaseKey(r), r] as const])))
 }
 
 function planned(plan: Plan): ReleaseResult[] {
@@ -250,6 +268,8 @@ interface PatchScope {
   readonly deps: TriggerDeps
   readonly sequence: { n: number }
   readonly head: string
+  /** Releases as first observed, before waiting for the sources. */
+  readonly baseline: ReadonlyMap<string, HelmRelease>
 }
 
 type Outcome = { readonly triggered: Triggered } | { readonly result: ReleaseResult }
@@ -276,7 +296,8 @@ async function triggerRelease(cluster: ClusterClient, planned: PlannedRelease, s
       try {
         const release = await cluster.patchRelease(planned, patch, { dryRun: settings.dryRun })
         if (!settings.dryRun) await recordTrigger(cluster, release, planned, decision, scope)
-        return { triggered: { planned, release, before: live, token, force: decision.force, reset: decision.reset, startedAt: started } }
+        const before = scope.baseline.get(releaseKey(planned)) ?? live
+        return { triggered: { planned, release, before, token, force: decision.force, reset: decision.reset, startedAt: started } }
       } catch (error) {
         // Someone changed the release between our read and our patch: observe again, decide again.
         if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICTS) throw error

@@ -31,6 +31,7 @@ interface ReleaseState {
   /** [status, reason, message] */
   readonly ready?: readonly [string, string?, string?]
   readonly reconciling?: readonly [string, string?]
+  readonly stalled?: boolean
   readonly history?: readonly Revision[]
 }
 
@@ -43,6 +44,7 @@ function hr(s: ReleaseState = {}): HelmRelease {
   const conditions = [
     ...(s.ready === undefined ? [] : [{ type: 'Ready', status: s.ready[0], reason: s.ready[1] ?? '', message: s.ready[2] ?? '' }]),
     ...(s.reconciling === undefined ? [] : [{ type: 'Reconciling', status: s.reconciling[0], reason: 'Progressing', message: s.reconciling[1] ?? '' }]),
+    ...(s.stalled === true ? [{ type: 'Stalled', status: 'True', reason: 'RetriesExceeded', message: 'Failed to upgrade after 1 attempt(s)' }] : []),
   ]
   return toHelmRelease({
     apiVersion: 'helm.toolkit.fluxcd.io/v2',
@@ -59,9 +61,6 @@ function hr(s: ReleaseState = {}): HelmRelease {
     },
   })
 }
-
-/** Before the patch: revision 1 deployed, Ready. */
-const BEFORE = hr({ lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded for release apps/app.v1'] })
 
 function triggered(o: { namespace?: string; name?: string; force?: boolean; reset?: boolean; before?: HelmRelease; startedAt?: number } = {}): Triggered {
   const planned: PlannedRelease = { namespace: o.namespace ?? 'apps', name: o.name ?? 'app', sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }] }
@@ -90,7 +89,7 @@ describe('assess', () => {
     expect(assess(t, hr(state), 5_000)).toBeUndefined()
   })
 
-  const base = { namespace: 'apps', name: 'app', sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }], token: TOKEN, durationMs: 4_000 }
+  const base = { namespace: 'apps', name: 'app', sources: triggered().planned.sources, token: TOKEN, durationMs: 4_000 }
 
   const done: readonly (readonly [string, Triggered, ReleaseState, ReleaseResult])[] = [
     [
@@ -171,6 +170,16 @@ describe('assess', () => {
 
   it.each(done)('%s', (_, t, state, expected) => {
     expect(assess(t, hr(state), 5_000)).toEqual(expected)
+  })
+
+  it('calls Ready=False Failed although Reconciling stays True while helm-controller retries on its own', () => {
+    const state = handled({ ready: ['False', 'UpgradeFailed', 'Helm upgrade failed: values rejected'], reconciling: ['True', "Running 'upgrade' action"] })
+    expect(assess(triggered(), hr(state), 5_000)).toMatchObject({ status: Status.Failed, reason: 'UpgradeFailed', message: 'Helm upgrade failed: values rejected (helm-controller keeps retrying; 0 failures so far)' })
+    expect(assess(triggered(), hr({ ...state, stalled: true }), 5_000)?.message).toBe('Helm upgrade failed: values rejected (stalled: helm-controller will not retry until reset)')
+  })
+
+  it('waits while Ready=True but a Reconciling condition is still True', () => {
+    expect(assess(triggered(), hr(handled({ reconciling: ['True', 'Running upgrade'], history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toBeUndefined()
   })
 
   it('ignores a Reconciling condition that is False', () => {
