@@ -1,0 +1,205 @@
+// End to end with the real source-controller and helm-controller: a real git repository,
+// the bundled action run as the runner runs it, and helm-controller's real outcome.
+
+import { readFileSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runAction, type ActionRun } from '../../test/support/action.ts'
+import { useCluster } from '../../test/support/context.ts'
+import { createRepo, type Repo } from '../../test/support/repo.ts'
+
+const cluster = useCluster()
+const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
+
+function configMapManifest(namespace: string, values: string, extra = ''): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-values
+  namespace: ${namespace}
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: app
+    nebius.ai/helmreleases-namespace: ${namespace}
+data:
+  values.yaml: |
+${values
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}${extra}
+`
+}
+
+function helmReleaseManifest(namespace: string, interval = '1h'): string {
+  return `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: app
+  namespace: ${namespace}
+spec:
+  interval: ${interval}
+  chart:
+    spec:
+      chart: demo
+      version: '*'
+      sourceRef:
+        kind: HelmRepository
+        name: charts
+  install:
+    disableWait: true
+  upgrade:
+    disableWait: true
+  valuesFrom:
+    - kind: ConfigMap
+      name: app-values
+`
+}
+
+interface Fleet {
+  readonly namespace: string
+  readonly repo: Repo
+  head: string
+}
+
+/** A namespace with the chart repository, the ConfigMap and the release installed (revision 1), and its repository. */
+async function fleet(prefix: string, greeting = 'hello'): Promise<Fleet> {
+  const namespace = await cluster.createNamespace(prefix)
+  await cluster.applyHelmRepository(namespace)
+  await applyConfigMap(namespace, `greeting: ${greeting}`)
+  await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
+  await cluster.waitForHelmReleaseReady(namespace, 'app')
+  const repo = createRepo()
+  repo.write({ 'apps/values.yaml': configMapManifest(namespace, `greeting: ${greeting}`), 'apps/release.yaml': helmReleaseManifest(namespace) })
+  return { namespace, repo, head: repo.commit('initial fleet') }
+}
+
+/** Stands in for kustomize-controller: applies the ConfigMap as the commit has it. */
+async function applyConfigMap(namespace: string, values: string): Promise<void> {
+  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
+  try {
+    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
+  } catch {
+    await cluster.core.createNamespacedConfigMap({ namespace, body })
+  }
+}
+
+async function push(f: Fleet, files: Record<string, string>, inputs: Record<string, string> = {}): Promise<ActionRun> {
+  const before = f.head
+  f.repo.write(files)
+  f.head = f.repo.commit('change values')
+  return runAction({
+    workspace: f.repo.dir,
+    eventName: 'push',
+    event: { before, after: f.head, ref: 'refs/heads/main' },
+    sha: f.head,
+    inputs: { kubeconfig, timeout: '90s', ...inputs },
+  })
+}
+
+function parsed(run: ActionRun, name: string): { name: string; status: string; reason: string; message: string; revisionBefore?: number; revisionAfter?: number; token?: string }[] {
+  return JSON.parse(run.outputs[name] ?? '[]')
+}
+
+async function renderedGreeting(namespace: string): Promise<string | undefined> {
+  const cm = await cluster.core.readNamespacedConfigMap({ namespace, name: 'app' })
+  return cm.data?.['greeting']
+}
+
+const fleets: Fleet[] = []
+afterAll(() => fleets.forEach((f) => f.repo.cleanup()))
+
+describe('trigger and wait, with the real helm-controller', () => {
+  let f: Fleet
+  beforeAll(async () => {
+    f = await fleet('e2e-upgrade')
+    fleets.push(f)
+  })
+
+  it('upgrades to revision 2 once the new ConfigMap is applied, and reports Upgraded', async () => {
+    // The apply lands a few seconds after the push, as kustomize-controller's would.
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => applyConfigMap(f.namespace, 'greeting: bonjour').then(resolve, reject), 3_000))
+    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour') })
+    await applied
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    const [triggered] = parsed(run, 'triggered')
+    expect(triggered).toMatchObject({ name: 'app', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })
+    expect(await renderedGreeting(f.namespace)).toBe('bonjour')
+    expect(run.summary).toContain('1 → 2')
+    expect(run.summary).toContain('Upgraded')
+  })
+
+  it('triggers nothing for a comment-only edit', async () => {
+    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour # said politely') })
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expect(parsed(run, 'triggered')).toEqual([])
+    expect(run.summary).toContain('nothing to trigger')
+  })
+
+  it('fails with helm-controller\'s message when the values break the chart', async () => {
+    await applyConfigMap(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
+    const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
+    expect(broken.exitCode).toBe(1)
+    const [failed] = parsed(broken, 'failed')
+    expect(failed, JSON.stringify(failed)).toMatchObject({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })
+    expect(failed?.message).toContain('values rejected by the demo chart')
+    expect(broken.summary).toContain('values rejected by the demo chart')
+    const warnings = await cluster.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector: 'reason=UpgradeFailed,type=Warning' })
+    expect(warnings.items.map((e) => e.message).join('\n')).toContain('values rejected by the demo chart')
+  })
+})
+
+describe('a release stalled with its retries exhausted', () => {
+  it('gets resetAt with the token automatically and upgrades', async () => {
+    const f = await fleet('e2e-stalled')
+    fleets.push(f)
+    // A key the apiserver refuses in ConfigMap data: Helm's upgrade fails at apply, records
+    // a failed revision, and with no remediation retries helm-controller stalls the release.
+    await applyConfigMap(f.namespace, 'greeting: hi\n"bad key": 1')
+    const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hi\n"bad key": 1') })
+    expect(broken.exitCode).toBe(1)
+    await cluster.waitFor(async () => {
+      const conditions = ((await cluster.getHelmRelease(f.namespace, 'app')).status?.conditions ?? []) as { type: string; status: string }[]
+      return conditions.some((c) => c.type === 'Stalled' && c.status === 'True')
+    }, { timeoutMs: 60_000, message: 'a Stalled release' })
+
+    // Applied after the push starts, as kustomize-controller would: a changed ConfigMap
+    // lets helm-controller retry on its own, which would beat us to the upgrade.
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => applyConfigMap(f.namespace, 'greeting: salut').then(resolve, reject), 2_000))
+    const fixed = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: salut') })
+    await applied
+    expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0)
+    const [upgraded] = parsed(fixed, 'triggered')
+    expect(upgraded, JSON.stringify(upgraded)).toMatchObject({ name: 'app', status: 'Upgraded' })
+    const annotations = (await cluster.getHelmRelease(f.namespace, 'app')).metadata.annotations ?? {}
+    expect(annotations['reconcile.fluxcd.io/resetAt']).toBe(upgraded?.token)
+    expect(await renderedGreeting(f.namespace)).toBe('salut')
+  })
+})
+
+describe('wait-for-apply', () => {
+  it('times out naming the source that never arrived and patches nothing', async () => {
+    const f = await fleet('e2e-never')
+    fleets.push(f)
+    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: never-applied') }, { timeout: '8s' })
+    expect(run.exitCode).not.toBe(0)
+    expect(run.summary).toContain(`ConfigMap/${f.namespace}/app-values never reached the planned content`)
+    const annotations = (await cluster.getHelmRelease(f.namespace, 'app')).metadata.annotations ?? {}
+    expect(annotations['reconcile.fluxcd.io/requestedAt']).toBeUndefined()
+    expect(parsed(run, 'triggered')).toEqual([])
+  })
+})
+
+describe('a release whose manifest changed with its ConfigMap', () => {
+  it('is triggered once, not twice', async () => {
+    const f = await fleet('e2e-once')
+    fleets.push(f)
+    await applyConfigMap(f.namespace, 'greeting: hola')
+    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hola'), 'apps/release.yaml': helmReleaseManifest(f.namespace, '2h') })
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    const triggered = parsed(run, 'triggered')
+    expect(triggered.map((t) => t.name)).toEqual(['app'])
+    const events = await cluster.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector: 'reason=ConfigChanged' })
+    expect(events.items).toHaveLength(1)
+    expect(await renderedGreeting(f.namespace)).toBe('hola')
+  })
+})
