@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need, from scratch on a fresh machine and as a
+# no-op when nothing changed: npm packages (Node 24 among them, from the node@24 package)
+# and the local cluster's Go-built binaries (cached under ~/.cache, keyed by their pins).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null || { echo "setup: Go is required to build the local cluster (kube-apiserver, etcd, Flux controllers)." >&2; exit 1; }
+command -v npm >/dev/null || { echo "setup: npm (Node.js 20 or newer) is required." >&2; exit 1; }
+
+# npm ci only when package-lock.json changed since the last install.
+stamp=node_modules/.package-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x node_modules/.bin/node ]; then
+  echo "setup: installing npm packages" >&2
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" > "$stamp"
+fi
+node_modules/.bin/node --version | grep -q '^v24\.' || { echo "setup: node_modules/.bin/node is not Node 24; delete node_modules and rerun." >&2; exit 1; }
+
+test/cluster/build.sh kube source-controller helm-controller
