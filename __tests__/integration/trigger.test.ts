@@ -4,6 +4,9 @@
 
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
@@ -243,4 +246,29 @@ describe('trigger against the real apiserver', () => {
     expect(run.exitCode).toBe(1)
     expect(run.stdout).toContain(`Cannot reach the Kubernetes API server https://127.0.0.1:${port} (ECONNREFUSED)`)
   })
+
+  it('apply: true server-side-applies the changed ConfigMap first, then triggers', async () => {
+    const ns = await cluster.createNamespace('it-apply')
+    await release(ns, 'web')
+    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const run = await act(p, { apply: 'true' })
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    const live = await cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'settings' })
+    expect(live.data?.['values.yaml']).toBe('level: two\n')
+    expect(live.metadata?.managedFields?.some((f) => f.manager === 'helmrelease-trigger' && f.operation === 'Apply')).toBe(true)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: 'Triggered' }])
+  })
+
+  it('the CLI triggers the same way and prints the table', async () => {
+    const ns = await cluster.createNamespace('it-cli')
+    await release(ns, 'web')
+    await liveConfigMap(ns, 'two')
+    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const cli = join(REPO_ROOT, 'dist', 'cli.js')
+    const result = spawnSync(process.execPath, [cli, 'trigger', '--repo', p.repo.dir, '--kubeconfig', cluster.kubeconfigPath, '--no-wait', '--base', p.before, '--head', p.after], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', HOME: p.repo.dir } })
+    expect(result.status, result.stdout + result.stderr).toBe(0)
+    expect(result.stdout).toMatch(new RegExp(`${ns}/web\\s+Triggered\\s+ReconcileRequested`))
+    expect((await annotationsOf(ns, 'web'))['reconcile.fluxcd.io/requestedAt']).toBeDefined()
+  })
 })
+
