@@ -1,25 +1,34 @@
 // The CLI: the same engine and the same settings as the action, inputs given as flags.
 //   helmrelease-trigger plan    [--base REV] [--head REV] [--full-sync] [--json] …
 //   helmrelease-trigger trigger [--kubeconfig FILE] [--context NAME] [--dry-run] …
+//   helmrelease-trigger discover [--from-git] [--namespaces NS] …
+//   helmrelease-trigger recover [--namespaces NS] [--recover-max-attempts N] …
 
 import { readFileSync } from 'node:fs'
 import { connect } from './connect.ts'
 import { ConfigurationError, messageOf } from './errors.ts'
 import { createGitReader } from './git.ts'
 import { createOutcomeWaiter } from './outcome.ts'
+import { discoverFailure, discoverText, runDiscover } from './discover.ts'
+import { runRecover } from './recover.ts'
 import { failureOf, outputsOf, textReport } from './report.ts'
 import { parseSettings } from './settings.ts'
 import { planReport, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from './trigger.ts'
 import type { TriggerReport } from './result.ts'
 
-const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest'])
-const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on'])
+const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest', 'from-git'])
+const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on', 'namespaces', 'recover-patterns', 'recover-max-attempts', 'recover-backoff'])
 const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
+const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns'])
+const COMMANDS = ['plan', 'trigger', 'discover', 'recover'] as const
 
-const USAGE = `Usage: helmrelease-trigger <plan|trigger> [flags]
+const USAGE = `Usage: helmrelease-trigger <plan|trigger|discover|recover> [flags]
 
   plan      show which HelmReleases a commit range would trigger (no cluster needed)
   trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome
+  discover  label the HelmReleases that use valuesFrom (unlabel those that stopped) and lint
+            the wiring; --from-git lints the repository's manifests alone (no cluster)
+  recover   re-trigger releases that failed for a transient reason or stalled, within a budget
 
 Flags (the action's inputs):
   --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
@@ -32,6 +41,10 @@ Flags (the action's inputs):
   --force --reset --dry-run    Flux force/reset tokens; server-side dry run
   --no-discover --no-wait --no-wait-for-apply --apply
   --timeout 5m --max-concurrency 10 --fail-on error|warning|never --no-semantic-digest
+  --namespaces NS              discover/recover: namespaces to scan, repeatable (default all)
+  --from-git                   discover: lint the repository at HEAD (or --head) only
+  --recover-patterns RE        recover: transient-failure regex, repeatable (default built-in list)
+  --recover-max-attempts 3 --recover-backoff 5m
   --repo DIR                   repository (default: current directory)
   --json                       print the result as JSON
 `
@@ -68,8 +81,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       const value = inline ?? (next !== undefined && !next.startsWith('--') ? rest[++i] : undefined)
       if (value === undefined) throw new ConfigurationError(`Flag --${name} needs a value.`)
       const target = VALUE_INPUTS.has(name) ? inputs : flags
-      // --paths may repeat: the input is one glob per line.
-      const previous = name === 'paths' ? target.get(name) : undefined
+      // --paths, --namespaces and --recover-patterns may repeat: the input is one item per line.
+      const previous = REPEATABLE.has(name) ? target.get(name) : undefined
       target.set(name, previous === undefined ? value : `${previous}\n${value}`)
     } else {
       throw new ConfigurationError(`Unknown flag --${name}. Run 'helmrelease-trigger --help'.`)
@@ -86,36 +99,53 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.out(USAGE)
       return 0
     }
-    if (args.command !== 'plan' && args.command !== 'trigger') throw new ConfigurationError(`Unknown command '${args.command}'; expected plan or trigger.`)
+    const command = COMMANDS.find((c) => c === args.command)
+    if (command === undefined) throw new ConfigurationError(`Unknown command '${args.command}'; expected ${COMMANDS.join(', ')}.`)
     const kubeconfigFile = args.flags.get('kubeconfig')
     const settings = parseSettings((name) => {
-      if (name === 'mode') return 'trigger'
+      if (name === 'mode') return command === 'plan' ? 'trigger' : command
       if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
       return args.inputs.get(name) ?? ''
     })
-    const git = await createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
+    const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
+    const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
+    const json = args.flags.get('json') === 'true'
+    if (command === 'recover') {
+      const report = await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
+      print(report, json, io)
+      return exitCode(failureOf(report, settings.failOn), io)
+    }
+    const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
+    if (command === 'discover') {
+      const report = await runDiscover(settings, 'HEAD', { git: repo, connect: cluster, log })
+      io.out(json ? `${JSON.stringify(report, null, 2)}\n` : discoverText(report))
+      return exitCode(discoverFailure(report, settings.failOn), io)
+    }
+    const git = await repo()
     const head = settings.head ?? (await git.resolve('HEAD'))
     if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
-    const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
     const report =
-      args.command === 'plan'
+      command === 'plan'
         ? planReport(await preparePlan(settings, context, git), settings, 'plan only')
         : await runTrigger(settings, context, {
             git,
-            connect: async () => connect(settings, { env: io.env, mask: () => undefined }),
+            connect: cluster,
             clock: systemClock,
             log,
             outcome: createOutcomeWaiter({ clock: systemClock, log }),
           })
-    print(report, args.flags.get('json') === 'true', io)
-    const failure = failureOf(report, settings.failOn)
-    if (failure !== undefined) io.err(`error: ${failure}\n`)
-    return failure === undefined ? 0 : 1
+    print(report, json, io)
+    return exitCode(failureOf(report, settings.failOn), io)
   } catch (error) {
     io.err(`error: ${messageOf(error)}\n`)
     return error instanceof ConfigurationError ? 2 : 1
   }
+}
+
+function exitCode(failure: string | undefined, io: CliIo): number {
+  if (failure !== undefined) io.err(`error: ${failure}\n`)
+  return failure === undefined ? 0 : 1
 }
 
 function print(report: TriggerReport, json: boolean, io: CliIo): void {

@@ -27,6 +27,10 @@ export interface Keys {
   readonly targetNamespace: string
   /** Annotation on HelmReleases: compact JSON `{ SourceId: Digest }` of the last trigger. */
   readonly configDigest: string
+  /** Annotation on HelmReleases (recover mode): attempts made since it was last Ready. */
+  readonly recoverAttempts: string
+  /** Annotation on HelmReleases (recover mode): the token of the last attempt, the start of its backoff. */
+  readonly recoverAt: string
   readonly requestedAt: typeof FLUX_KEYS.requestedAt
   readonly forceAt: typeof FLUX_KEYS.forceAt
   readonly resetAt: typeof FLUX_KEYS.resetAt
@@ -63,6 +67,8 @@ export function keysFor(prefix: string): Keys {
     targetNames: `${prefix}/helmreleases-name`,
     targetNamespace: `${prefix}/helmreleases-namespace`,
     configDigest: `${prefix}/config-digest`,
+    recoverAttempts: `${prefix}/recover-attempts`,
+    recoverAt: `${prefix}/recover-at`,
     ...FLUX_KEYS,
   }
 }

@@ -86,6 +86,26 @@ export function retarget(plan: Plan, releases: readonly ReleaseManifest[]): Plan
   return finishPlan(sources, problems)
 }
 
+/** What the repository declares at head: the view `discover --from-git` lints. */
+export interface RepositoryManifests {
+  /** Every ConfigMap/Secret definition, namespaces resolved (duplicates kept, reported in problems). */
+  readonly sources: readonly SourceManifest[]
+  readonly releases: readonly ReleaseManifest[]
+  readonly problems: readonly FileProblem[]
+}
+
+/** Every in-scope file at head parsed as the plan parses it (same namespaces, same problems). */
+export function repositoryManifests(headFiles: readonly HeadFile[], options: PlanOptions): RepositoryManifests {
+  const files = readFiles({ changes: [], headFiles, fullSync: true, options })
+  const namespaceOf = namespaceResolver(files.kustomizations)
+  const { defs } = definitions(files.head, namespaceOf)
+  return {
+    sources: [...defs.values()].flat(),
+    releases: headReleases(files.head, namespaceOf),
+    problems: [...files.problems, ...duplicateProblems(defs, files.reportable)].sort(compareProblem),
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Paths
 

@@ -4,6 +4,7 @@
 import { formatDuration } from './duration.ts'
 import type { FileProblem, PlannedSource, ReleaseRef } from './model.ts'
 import { releaseKey } from './model.ts'
+import type { Range } from './range.ts'
 import { FAILED, Status, type ReleaseResult, type TriggerReport } from './result.ts'
 import type { FailOn } from './settings.ts'
 import { short } from './trigger.ts'
@@ -54,15 +55,15 @@ export function outputsOf(report: TriggerReport): Outputs {
     triggered: report.results.filter((r) => TRIGGERED.has(r.status)).map(entry),
     skipped: report.results.filter((r) => r.status === Status.Skipped || r.status === Status.Planned).map(entry),
     failed: report.results.filter((r) => FAILED.has(r.status)).map(entry),
-    plan: planJson(report),
+    plan: report.range === undefined ? null : planJson(report, report.range),
   }
 }
 
-function planJson(report: TriggerReport): unknown {
+function planJson(report: TriggerReport, range: Range): unknown {
   return {
-    base: report.range.base ?? null,
-    head: report.range.head,
-    fullSync: report.range.fullSync,
+    base: range.base ?? null,
+    head: range.head,
+    fullSync: range.fullSync,
     sources: report.plan.sources.map((s) => ({
       id: s.id,
       change: s.change,
@@ -105,18 +106,18 @@ export function headline(report: TriggerReport): string {
   return `${o.triggered.length} triggered, ${o.skipped.length} skipped, ${o.failed.length} failed${report.dryRun ? ' (dry run)' : ''}`
 }
 
-function rangeText(report: TriggerReport): string {
-  const r = report.range
+function rangeText(r: Range): string {
   if (r.fullSync) return `full sync at \`${r.head.slice(0, 12)}\``
   return `\`${r.base === undefined ? '(empty tree)' : r.base.slice(0, 12)}..${r.head.slice(0, 12)}\``
 }
 
 /** Markdown for $GITHUB_STEP_SUMMARY. Cells are escaped: file names and messages come from users. */
 export function summaryMarkdown(report: TriggerReport): string {
-  const lines: string[] = [`## helmrelease-trigger: ${headline(report)}`, '', `Range: ${rangeText(report)}`]
+  const lines: string[] = [`## helmrelease-trigger: ${headline(report)}`]
+  if (report.range !== undefined) lines.push('', `Range: ${rangeText(report.range)}`)
   for (const note of report.notes) lines.push('', `> ${cell(note)}`)
   if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
-  lines.push('', ...planTable(report.plan.sources))
+  if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
   const unapplied = report.sources.filter((s) => !s.applied)
   if (unapplied.length > 0) lines.push('', '### Sources that never reached the cluster', '', ...unapplied.map((s) => `- ❌ ${cell(s.message)}`))
@@ -138,8 +139,9 @@ function planTable(sources: readonly PlannedSource[]): string[] {
 }
 
 function resultTable(report: TriggerReport): string[] {
+  // Recovered releases have no source: one row each all the same.
   const rows = report.results.flatMap((r) =>
-    r.sources.map((s) => `| \`${cell(s.id)}\` | \`${cell(releaseKey(r))}\` | \`${short(s.digest)}\` | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`),
+    (r.sources.length > 0 ? r.sources : [undefined]).map((s) => `| ${s === undefined ? '—' : `\`${cell(s.id)}\``} | \`${cell(releaseKey(r))}\` | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`),
   )
   return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
 }
@@ -152,7 +154,8 @@ function revision(r: ReleaseResult): string {
 
 /** Plain-text table for the CLI. */
 export function textReport(report: TriggerReport): string {
-  const out: string[] = [`helmrelease-trigger: ${headline(report)}`, `range: ${rangeText(report).replaceAll('`', '')}`, ...report.notes.map((n) => `note: ${n}`)]
+  const range = report.range === undefined ? [] : [`range: ${rangeText(report.range).replaceAll('`', '')}`]
+  const out: string[] = [`helmrelease-trigger: ${headline(report)}`, ...range, ...report.notes.map((n) => `note: ${n}`)]
   if (report.planOnly !== undefined) out.push(report.planOnly)
   const header = ['SOURCE', 'CHANGE', 'DIGEST', 'TARGETS']
   const sourceRows = report.plan.sources.map((s) => [s.id, s.change, s.digest === undefined ? '-' : short(s.digest), s.targets.map(releaseKey).join(',') || '-'])
@@ -166,11 +169,11 @@ export function textReport(report: TriggerReport): string {
   return `${out.join('\n')}\n`
 }
 
-function columns(rows: readonly (readonly string[])[]): string[] {
+export function columns(rows: readonly (readonly string[])[]): string[] {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? []
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
 }
 
-function cell(text: string): string {
+export function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ').replace(/</g, '&lt;')
 }

@@ -44,7 +44,8 @@ export interface SourceResult {
 }
 
 export interface TriggerReport {
-  readonly range: Range
+  /** undefined when no commit drives the run (recover: it reads the cluster alone). */
+  readonly range: Range | undefined
   readonly plan: Plan
   /** Why nothing was written, when nothing was (pull request, no change). */
   readonly planOnly: string | undefined

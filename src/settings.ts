@@ -59,6 +59,16 @@ export interface Settings {
   readonly failOn: FailOn
   /** Canonicalise YAML/JSON values before digesting (comment-only edits trigger nothing). */
   readonly semanticDigest: boolean
+  /** discover/recover: namespaces to scan; empty means every namespace. */
+  readonly namespaces: readonly string[]
+  /** discover: lint the repository's manifests at head alone, no cluster (a pull-request check). */
+  readonly fromGit: boolean
+  /** recover: a Ready=False message matching any of these is transient (one pattern per line, case-insensitive, multiline). */
+  readonly recoverPatterns: readonly RegExp[]
+  /** recover: attempts per release until it is Ready again. */
+  readonly recoverMaxAttempts: number
+  /** recover: wait after the first attempt, doubled after each further one, in milliseconds. */
+  readonly recoverBackoffMs: number
 }
 
 /** Reads one named input; returns '' when it is not set (like @actions/core's getInput). */
@@ -91,7 +101,54 @@ export function parseSettings(read: InputReader): Settings {
     allowPullRequests: bool(read, 'allow-pull-requests', false),
     failOn: oneOf(read, 'fail-on', FAIL_ON, 'error'),
     semanticDigest: bool(read, 'semantic-digest', true),
+    namespaces: namespaces(read),
+    fromGit: bool(read, 'from-git', false),
+    recoverPatterns: patterns(read),
+    recoverMaxAttempts: integer(read, 'recover-max-attempts', 3, { min: 1, max: 100 }),
+    recoverBackoffMs: duration(read, 'recover-backoff', '5m'),
   }
+}
+
+/**
+ * Transient failures worth a retry: timeouts, dropped connections, rate limits and 5xx from a
+ * registry or the apiserver. A chart or values mistake matches none of them.
+ */
+export const DEFAULT_RECOVER_PATTERNS: readonly string[] = [
+  'context deadline exceeded',
+  'i/o timeout',
+  'TLS handshake timeout',
+  'connection reset by peer',
+  'connection refused',
+  'timeout awaiting response headers',
+  'unexpected EOF',
+  '\\b429\\b|too many requests|rate limit',
+  '\\b50[0234]\\b|internal server error|bad gateway|service unavailable|gateway timeout',
+  'the server is currently unable to handle the request',
+  'etcdserver: (request timed out|leader changed)',
+]
+
+function namespaces(read: InputReader): readonly string[] {
+  const items = lines(read, 'namespaces', [])
+  const bad = items.find((n) => !isDnsLabel(n))
+  if (bad !== undefined) {
+    throw new ConfigurationError(`Input 'namespaces' must list namespace names (lowercase letters, digits and '-'), one per line or comma-separated; got '${bad}'.`)
+  }
+  return [...new Set(items)].sort()
+}
+
+/** One regular expression per line (commas belong to the expression); '#' lines are comments. */
+function patterns(read: InputReader): readonly RegExp[] {
+  const given = read('recover-patterns')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+  return (given.length === 0 ? DEFAULT_RECOVER_PATTERNS : given).map((source) => {
+    try {
+      return new RegExp(source, 'im')
+    } catch (error) {
+      throw new ConfigurationError(`Input 'recover-patterns' has an invalid regular expression '${source}': ${error instanceof Error ? error.message : String(error)}.`)
+    }
+  })
 }
 
 function optional(read: InputReader, name: string): string | undefined {

@@ -12,6 +12,8 @@ describe('keysFor', () => {
       targetNames: 'nebius.ai/helmreleases-name',
       targetNamespace: 'nebius.ai/helmreleases-namespace',
       configDigest: 'nebius.ai/config-digest',
+      recoverAttempts: 'nebius.ai/recover-attempts',
+      recoverAt: 'nebius.ai/recover-at',
       requestedAt: 'reconcile.fluxcd.io/requestedAt',
       forceAt: 'reconcile.fluxcd.io/forceAt',
       resetAt: 'reconcile.fluxcd.io/resetAt',

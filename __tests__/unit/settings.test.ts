@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import { formatDuration, parseDuration } from '../../src/duration.ts'
 import { ConfigurationError } from '../../src/errors.ts'
-import { DEFAULT_PATHS, FAIL_ON, KUBECONFIG_ENCODINGS, MODES, parseSettings, type Settings } from '../../src/settings.ts'
+import { DEFAULT_PATHS, DEFAULT_RECOVER_PATTERNS, FAIL_ON, KUBECONFIG_ENCODINGS, MODES, parseSettings, type Settings } from '../../src/settings.ts'
 
 /** An InputReader over a plain object; unset inputs read as '' like @actions/core's getInput. */
 function reader(inputs: Readonly<Record<string, string>>): (name: string) => string {
@@ -48,6 +48,11 @@ describe('parseSettings defaults', () => {
       allowPullRequests: false,
       failOn: 'error',
       semanticDigest: true,
+      namespaces: [],
+      fromGit: false,
+      recoverPatterns: DEFAULT_RECOVER_PATTERNS.map((p) => new RegExp(p, 'im')),
+      recoverMaxAttempts: 3,
+      recoverBackoffMs: 300_000,
     }
     expect(settingsOf({})).toEqual(expected)
   })
@@ -70,13 +75,18 @@ describe('parseSettings defaults', () => {
         'dry-run',
         'fail-on',
         'force',
+        'from-git',
         'full-sync',
         'head',
         'kubeconfig',
         'kubeconfig-encoding',
         'max-concurrency',
         'mode',
+        'namespaces',
         'paths',
+        'recover-backoff',
+        'recover-max-attempts',
+        'recover-patterns',
         'reset',
         'semantic-digest',
         'timeout',

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import {
+  ApiException,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
@@ -27,6 +28,12 @@ export interface LiveSource {
   readonly data: Readonly<Record<string, string>>
   readonly binaryData: Readonly<Record<string, string>>
   readonly labels: Readonly<Record<string, string>>
+}
+
+/** A ConfigMap's or Secret's identity and metadata, as listed (content left out). */
+export interface SourceObject extends SourceRef {
+  readonly labels: Readonly<Record<string, string>>
+  readonly annotations: Readonly<Record<string, string>>
 }
 
 /** A merge patch of a release's metadata; null deletes a key. */
@@ -58,6 +65,8 @@ export interface ClusterClient {
   patchRelease(ref: ReleaseRef, patch: ReleasePatch, options: WriteOptions): Promise<HelmRelease>
   /** undefined when the object does not exist. */
   getSource(ref: SourceRef): Promise<LiveSource | undefined>
+  /** The ConfigMaps or Secrets of a namespace (or all) that match a label selector, read page by page. */
+  listSources(kind: SourceKind, namespace: string | undefined, labelSelector: string): Promise<SourceObject[]>
   /** Server-side apply of a manifest (field manager helmrelease-trigger). */
   applyObject(object: KubernetesObject, options: WriteOptions): Promise<void>
   /** status.lastAppliedRevision of a Flux Kustomization; undefined when it does not exist. */
@@ -157,8 +166,28 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       return { kind: ref.kind, data: object.data ?? {}, binaryData: binaryData ?? {}, labels: object.metadata?.labels ?? {} }
     },
 
+    async listSources(kind, namespace, labelSelector) {
+      const request: Request = { verb: 'list', resource: kind === 'ConfigMap' ? 'configmaps' : 'secrets', group: '', namespace }
+      const sources: SourceObject[] = []
+      let next: string | undefined
+      do {
+        const query = { labelSelector, limit: pageSize, _continue: next }
+        const page = await call(request, (o) => {
+          if (kind === 'ConfigMap') return namespace === undefined ? core.listConfigMapForAllNamespaces(query, o) : core.listNamespacedConfigMap({ ...query, namespace }, o)
+          return namespace === undefined ? core.listSecretForAllNamespaces(query, o) : core.listNamespacedSecret({ ...query, namespace }, o)
+        })
+        for (const item of page.items) {
+          const m = item.metadata
+          sources.push({ kind, namespace: m?.namespace ?? '', name: m?.name ?? '', labels: m?.labels ?? {}, annotations: m?.annotations ?? {} })
+        }
+        next = page.metadata?._continue || undefined
+      } while (next !== undefined)
+      return sources
+    },
+
     async applyObject(object, o2) {
-      const request: Request = { verb: 'patch', resource: `${(object.kind ?? '').toLowerCase()}s`, group: groupOf(object.apiVersion), namespace: object.metadata?.namespace, name: object.metadata?.name }
+      // Server-side apply is a patch that creates the object when it is missing: RBAC checks both.
+      const request: Request = { verb: 'patch', ruleVerbs: ['patch', 'create'], resource: `${(object.kind ?? '').toLowerCase()}s`, group: groupOf(object.apiVersion), namespace: object.metadata?.namespace, name: object.metadata?.name }
       await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply))
     },
 
@@ -206,7 +235,7 @@ export function createClusterClient(config: KubeConfig, server: string, options:
           signal.removeEventListener('abort', stop)
           // An abort we asked for, or the server closing the watch, is a normal end.
           if (error === null || error === undefined || signal.aborted || (error instanceof Error && error.name === 'AbortError')) resolve()
-          else reject(classify(error, request, server))
+          else reject(classify(asApiException(error), request, server))
         }
         let controller: AbortController | undefined
         const stop = (): void => controller?.abort()
@@ -257,4 +286,11 @@ function continueOf(list: unknown): string | undefined {
 function groupOf(apiVersion: string | undefined): string {
   const parts = (apiVersion ?? 'v1').split('/')
   return parts.length === 2 ? (parts[0] ?? '') : ''
+}
+
+/** client-node's Watch fails with a plain Error carrying statusCode: give it the shape classify knows. */
+function asApiException(error: unknown): unknown {
+  if (error instanceof ApiException || typeof error !== 'object' || error === null || !('statusCode' in error)) return error
+  const code = error.statusCode
+  return typeof code === 'number' ? new ApiException(code, error instanceof Error ? error.message : 'watch failed', '', {}) : error
 }

@@ -3,10 +3,10 @@
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
 import type { GitReader } from '../../src/git.ts'
-import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, WriteOptions } from '../../src/kube/cluster.ts'
+import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/kube/helmrelease.ts'
-import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceRef } from '../../src/model.ts'
+import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/model.ts'
 import type { Clock } from '../../src/trigger.ts'
 
 /** An in-memory commit history: each commit is a full snapshot of path → text. */
@@ -74,18 +74,31 @@ export class FakeCluster implements ClusterClient {
   readonly conflictOnce = new Set<string>()
   private readonly releases = new Map<string, StoredRelease>()
   private readonly sources = new Map<string, LiveSource>()
+  private readonly sourceAnnotations = new Map<string, Record<string, string>>()
   private version = 1
 
-  addRelease(namespace: string, name: string, spec: Record<string, unknown> = {}, extra: { annotations?: Record<string, string>; status?: Record<string, unknown> } = {}): this {
+  addRelease(namespace: string, name: string, spec: Record<string, unknown> = {}, extra: { annotations?: Record<string, string>; labels?: Record<string, string>; status?: Record<string, unknown> } = {}): this {
     this.releases.set(`${namespace}/${name}`, {
-      object: { metadata: { namespace, name, uid: `uid-${name}`, resourceVersion: String(this.version++), generation: 1, annotations: extra.annotations ?? {}, labels: {} }, spec, status: extra.status ?? {} },
+      object: { metadata: { namespace, name, uid: `uid-${name}`, resourceVersion: String(this.version++), generation: 1, annotations: extra.annotations ?? {}, labels: extra.labels ?? {} }, spec, status: extra.status ?? {} },
     })
     return this
   }
 
-  setSource(ref: SourceRef, data: Record<string, string>, labels: Record<string, string> = {}): this {
+  setSource(ref: SourceRef, data: Record<string, string>, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): this {
     this.sources.set(`${ref.kind}/${ref.namespace}/${ref.name}`, { kind: ref.kind, data, binaryData: {}, labels })
+    this.sourceAnnotations.set(`${ref.kind}/${ref.namespace}/${ref.name}`, annotations)
     return this
+  }
+
+  /** Supports `key=value` selectors (comma-separated), as the tests use them. */
+  async listSources(kind: SourceKind, namespace: string | undefined, labelSelector: string): Promise<SourceObject[]> {
+    const wanted = labelSelector.split(',').filter((t) => t !== '').map((t) => t.split('='))
+    return [...this.sources.entries()].flatMap(([id, s]): SourceObject[] => {
+      const [k = '', ns = '', name = ''] = id.split('/')
+      if (k !== kind || (namespace !== undefined && ns !== namespace)) return []
+      if (!wanted.every(([key = '', value]) => s.labels[key] === value)) return []
+      return [{ kind, namespace: ns, name, labels: s.labels, annotations: this.sourceAnnotations.get(id) ?? {} }]
+    })
   }
 
   release(namespace: string, name: string): HelmRelease {
