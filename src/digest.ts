@@ -118,6 +118,8 @@ function memoised(value: string): string | null {
 // must not compare equal to "yes". Go's YAML has no base-60 numbers: keep `1:20` a string.
 const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   version: '1.1',
+  // Warnings would print the value's text to stderr: values may be secrets.
+  logLevel: 'error',
   intAsBigInt: true,
   uniqueKeys: true,
   prettyErrors: false,

@@ -76,7 +76,7 @@ export function parseManifestFile(path: string, content: FileContent, options: M
     kustomizationFile: isKustomizationFile(path),
   }
   const lineCounter = new LineCounter()
-  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false })
+  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false, logLevel: 'error' })
   const results = Array.from(documents, (doc) => readDocument(doc, text, lineCounter, context))
   const kustomizationNamespace = results.find((r) => r.kustomizationNamespace !== undefined)?.kustomizationNamespace
   return {

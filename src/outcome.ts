@@ -4,7 +4,7 @@
 // applies), or Ready is False: the attempt that handled our token failed. Watches each namespace (replaying current state on every reconnect)
 // under one overall deadline; `assess` is the pure part.
 
-import { messageOf } from './errors.ts'
+import { ConfigurationError, messageOf } from './errors.ts'
 import type { ClusterClient } from './kube/cluster.ts'
 import { condition, type HelmRelease } from './kube/helmrelease.ts'
 import { releaseKey } from './model.ts'
@@ -80,7 +80,13 @@ export function createOutcomeWaiter(deps: { clock: Clock; log: Logger }): Outcom
         pending.delete(key)
         done.set(key, result)
       }
-      await Promise.all(namespaces.map((ns) => watchNamespace(cluster, ns, () => [...pending.values()].some((t) => t.planned.namespace === ns), observe, deadline, deps)))
+      const pendingIn = (ns: string): Triggered[] => [...pending.values()].filter((t) => t.planned.namespace === ns)
+      await Promise.all(
+        namespaces.map(async (ns) => {
+          const watched = await watchNamespace(cluster, ns, () => pendingIn(ns).length > 0, observe, deadline, deps)
+          if (!watched) await pollNamespace(cluster, () => pendingIn(ns), observe, deadline, deps)
+        }),
+      )
       const now = deps.clock.now()
       return triggered.map((t) => {
         const key = releaseKey(t.planned)
@@ -104,8 +110,12 @@ export function createOutcomeWaiter(deps: { clock: Clock; log: Logger }): Outcom
   }
 }
 
-/** Re-opens the watch when the server ends it (timeouts, restarts) until nothing is pending or the deadline passes. */
-async function watchNamespace(cluster: ClusterClient, namespace: string, anyPending: () => boolean, observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<void> {
+/**
+ * Re-opens the watch when the server ends it (timeouts, restarts) until nothing is pending or
+ * the deadline passes. Returns false when watching is refused (RBAC without `watch`): the
+ * caller then polls with GETs instead of retrying what can never succeed.
+ */
+async function watchNamespace(cluster: ClusterClient, namespace: string, anyPending: () => boolean, observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<boolean> {
   let backoff = 500
   while (anyPending() && deps.clock.now() < deadline) {
     const controller = new AbortController()
@@ -127,6 +137,10 @@ async function watchNamespace(cluster: ClusterClient, namespace: string, anyPend
       if (deps.clock.now() - started < 1_000 && anyPending()) await deps.clock.sleep(250)
       backoff = 500
     } catch (error) {
+      if (error instanceof ConfigurationError) {
+        deps.log.warning(`${messageOf(error)} Polling the releases in ${namespace} instead.`)
+        return false
+      }
       deps.log.warning(`watching HelmReleases in ${namespace} failed (${messageOf(error)}); retrying`)
       await deps.clock.sleep(Math.min(backoff, Math.max(0, deadline - deps.clock.now())))
       backoff = Math.min(backoff * 2, 5_000)
@@ -134,5 +148,24 @@ async function watchNamespace(cluster: ClusterClient, namespace: string, anyPend
       clearTimeout(timer)
       clearInterval(check)
     }
+  }
+  return true
+}
+
+/** GET each pending release until it is done or the deadline passes. */
+async function pollNamespace(cluster: ClusterClient, pending: () => readonly Triggered[], observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<void> {
+  let delay = 500
+  while (pending().length > 0 && deps.clock.now() < deadline) {
+    for (const t of pending()) {
+      try {
+        const live = await cluster.getRelease(t.planned)
+        if (live !== undefined) observe(live)
+      } catch (error) {
+        deps.log.warning(`reading ${releaseKey(t.planned)} failed (${messageOf(error)})`)
+      }
+    }
+    if (pending().length === 0) return
+    await deps.clock.sleep(Math.min(delay, Math.max(0, deadline - deps.clock.now())))
+    delay = Math.min(delay * 2, 2_000)
   }
 }

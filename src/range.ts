@@ -23,6 +23,8 @@ export interface GitHubEventLike {
   readonly pull_request?: {
     readonly base: { readonly sha: string }
     readonly head: { readonly sha: string }
+    /** The head branch lives in another repository (a fork, or one deleted since). */
+    readonly fromFork: boolean
   }
 }
 
@@ -209,7 +211,18 @@ function readPullRequest(value: unknown, path: string): NonNullable<GitHubEventL
     if (typeof sha !== 'string' || sha === '') throw invalidField(`pull_request.${side}.sha`, 'a commit SHA', path)
     return sha
   }
-  return { base: { sha: sha('base') }, head: { sha: sha('head') } }
+  return { base: { sha: sha('base') }, head: { sha: sha('head') }, fromFork: isFork(value) }
+}
+
+/** Unknown counts as a fork: only a head repository that is provably the base one is trusted. */
+function isFork(pr: unknown): boolean {
+  const repoName = (side: 'base' | 'head'): unknown => {
+    const ref = isRecord(pr) ? pr[side] : undefined
+    const repo = isRecord(ref) ? ref.repo : undefined
+    return isRecord(repo) ? repo.full_name : undefined
+  }
+  const head = repoName('head')
+  return typeof head !== 'string' || head !== repoName('base')
 }
 
 function optionalString(value: unknown, name: string, path: string): string | undefined {

@@ -2,6 +2,7 @@
 // patch → wait for outcome → report. The plan and the per-release decision are pure; this
 // file only sequences I/O behind the GitReader and ClusterClient interfaces.
 
+import { randomInt } from 'node:crypto'
 import { parseAllDocuments } from 'yaml'
 import type { KubernetesObject } from '@kubernetes/client-node'
 import { mapLimit } from './concurrency.ts'
@@ -104,7 +105,13 @@ export async function runTrigger(settings: Settings, context: RunContext, deps: 
   const base = { range, dryRun: settings.dryRun, notes: [...range.notes], problems: plan.problems }
 
   const isPullRequest = context.eventName === 'pull_request' || context.eventName === 'pull_request_target'
-  const planOnly = isPullRequest && !settings.allowPullRequests ? `${context.eventName} event: plan only (set allow-pull-requests: true to trigger from pull requests)` : undefined
+  const planOnly = !isPullRequest
+    ? undefined
+    : context.event.pull_request?.fromFork !== false
+      ? `${context.eventName} event from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
+      : !settings.allowPullRequests
+        ? `${context.eventName} event: plan only (set allow-pull-requests: true to trigger from pull requests)`
+        : undefined
   const triggering = plan.sources.some((s) => s.change !== 'deleted')
   if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
   if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [], results: [] }
@@ -117,7 +124,9 @@ export async function runTrigger(settings: Settings, context: RunContext, deps: 
   const baseline = await baselineOf(cluster, plan, settings)
   const sources = await applySources(cluster, plan, headFiles, range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
-  const sequence = { n: 0 }
+  // Tokens differ within the run by sequence; a random start keeps two runs patching in the
+  // same millisecond from writing one token (helm-controller would ignore the second).
+  const sequence = { n: randomInt(1000) * 1000 }
   const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) =>
     triggerRelease(cluster, release, { keys, settings, context, unapplied, deps, sequence, head: range.head, baseline }),
   )
@@ -239,7 +248,7 @@ async function applyManifests(cluster: ClusterClient, sources: readonly PlannedS
 
 function manifestObject(file: HeadFile | undefined, source: PlannedSource): KubernetesObject | undefined {
   if (file === undefined || file.content.type !== 'file') return undefined
-  const docs = parseAllDocuments(Buffer.from(file.content.bytes).toString('utf8'))
+  const docs = parseAllDocuments(Buffer.from(file.content.bytes).toString('utf8'), { logLevel: 'error' })
   for (const doc of Array.isArray(docs) ? docs : [docs]) {
     const value: unknown = doc.toJS({ maxAliasCount: 100 })
     if (typeof value !== 'object' || value === null || !('kind' in value) || value.kind !== source.kind) continue

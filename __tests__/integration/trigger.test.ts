@@ -245,6 +245,8 @@ describe('trigger against the real apiserver', () => {
     const run = await act(p, { kubeconfig: dead, 'wait-for-apply': 'false' })
     expect(run.exitCode).toBe(1)
     expect(run.stdout).toContain(`Cannot reach the Kubernetes API server https://127.0.0.1:${port} (ECONNREFUSED)`)
+    expect(run.summary).toContain('## helmrelease-trigger: failed')
+    expect(run.summary).toContain(`https://127.0.0.1:${port}`)
   })
 
   it('apply: true server-side-applies the changed ConfigMap first, then triggers', async () => {

@@ -251,6 +251,9 @@ class ScriptedCluster implements ClusterClient {
   getSource(): never {
     throw new Error('not used by the outcome waiter')
   }
+  listSources(): never {
+    throw new Error('not used by the outcome waiter')
+  }
   applyObject(): never {
     throw new Error('not used by the outcome waiter')
   }

@@ -151,7 +151,7 @@ describe('workflow_dispatch', () => {
 })
 
 describe('pull requests', () => {
-  const pr = (base: string, head: string): GitHubEventLike => ({ pull_request: { base: { sha: base }, head: { sha: head } } })
+  const pr = (base: string, head: string): GitHubEventLike => ({ pull_request: { base: { sha: base }, head: { sha: head }, fromFork: false } })
 
   it('compares the pull request base with its head', async () => {
     expect(await range('pull_request', pr(A, C), noInputs, M)).toEqual({ base: A, head: C, fullSync: false, notes: [] })
@@ -237,7 +237,16 @@ describe('readEvent', () => {
 
   it('keeps the pull request SHAs', async () => {
     const payload = { action: 'synchronize', number: 3, pull_request: { number: 3, base: { ref: 'main', sha: A }, head: { ref: 'x', sha: B } } }
-    expect(await readEvent(await eventFile(JSON.stringify(payload)))).toEqual({ pull_request: { base: { sha: A }, head: { sha: B } } })
+    expect(await readEvent(await eventFile(JSON.stringify(payload)))).toEqual({ pull_request: { base: { sha: A }, head: { sha: B }, fromFork: true } })
+  })
+
+  it.each([
+    ['same repository', 'acme/fleet', 'acme/fleet', false],
+    ['a fork', 'someone/fleet', 'acme/fleet', true],
+    ['a deleted head repository', null, 'acme/fleet', true],
+  ])('tells a pull request from %s', async (_, head, base, fromFork) => {
+    const payload = { pull_request: { base: { sha: A, repo: { full_name: base } }, head: { sha: B, repo: head === null ? null : { full_name: head } } } }
+    expect((await readEvent(await eventFile(JSON.stringify(payload)))).pull_request?.fromFork).toBe(fromFork)
   })
 
   it('accepts null for absent fields', async () => {

@@ -137,12 +137,28 @@ describe('runTrigger', () => {
   it('writes nothing on a pull request unless allowed, and plans all the same', async () => {
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
     const cluster = new FakeCluster().addRelease('apps', 'app')
-    const context: RunContext = { eventName: 'pull_request', event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' } } }, sha: 'b', runUrl: undefined }
+    const context: RunContext = { eventName: 'pull_request', event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } }, sha: 'b', runUrl: undefined }
     let connected = false
     const report = await runTrigger(settings(), context, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
     expect(connected).toBe(false)
     expect(report.planOnly).toContain('plan only')
     expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Planned]])
+  })
+
+  it('never writes for a pull request from a fork, even with allow-pull-requests', async () => {
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app')
+    const event = { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: true } }
+    for (const eventName of ['pull_request', 'pull_request_target']) {
+      let connected = false
+      const report = await runTrigger(settings({ 'allow-pull-requests': 'true' }), { eventName, event, sha: 'b', runUrl: undefined }, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
+      expect(connected).toBe(false)
+      expect(report.planOnly).toContain('from a fork')
+    }
+    const sameRepo = { pull_request: { ...event.pull_request, fromFork: false } }
+    const cluster2 = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const allowed = await runTrigger(settings({ 'allow-pull-requests': 'true', wait: 'false' }), { eventName: 'pull_request', event: sameRepo, sha: 'b', runUrl: undefined }, deps(git, cluster2))
+    expect(allowed.results.map((r) => r.status)).toEqual([Status.Triggered])
   })
 
   it('sends patches as dry runs and records no Event under dry-run', async () => {

@@ -13,6 +13,8 @@ export interface Request {
   readonly group: string
   readonly namespace?: string
   readonly name?: string
+  /** Verbs the RBAC rule must grant when more than `verb` is checked (server-side apply may create). */
+  readonly ruleVerbs?: readonly string[]
 }
 
 /** The object itself does not exist (the API and the namespace do). */
@@ -38,6 +40,9 @@ export function classify(error: unknown, request: Request, server: string): Erro
   const code = networkCode(error)
   if (code === 'ENOTFOUND') {
     return new ConfigurationError(`Cannot resolve the Kubernetes API server ${server} (ENOTFOUND); check the server address in the kubeconfig.`, { cause: error })
+  }
+  if (causes(error).some((e) => e instanceof Error && e.message === 'bad port')) {
+    return new ConfigurationError(`The Kubernetes API server address ${server} uses a port that HTTP clients refuse to connect to (a "bad port"); check the server address in the kubeconfig.`, { cause: error })
   }
   if (isTimeout(error)) {
     return new TransientError(`The Kubernetes API server ${server} did not answer in time (${describe(request)}).`, { cause: error })
@@ -114,7 +119,8 @@ export function describe(request: Request): string {
 
 export function rbacRule(request: Request): string {
   const scope = request.namespace === undefined ? 'ClusterRole' : `Role in namespace ${request.namespace} (or a ClusterRole)`
-  return `apiGroups: ["${request.group}"], resources: ["${request.resource}"], verbs: ["${request.verb}"] in a ${scope}`
+  const verbs = (request.ruleVerbs ?? [request.verb]).map((v) => `"${v}"`).join(', ')
+  return `apiGroups: ["${request.group}"], resources: ["${request.resource}"], verbs: [${verbs}] in a ${scope}`
 }
 
 function retryAfterMs(value: string | undefined): number | undefined {

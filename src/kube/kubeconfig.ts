@@ -101,7 +101,7 @@ export function decode(text: string, encoding: KubeconfigEncoding): string {
 function fromText(text: string, what: string): KubeConfig {
   let parsed: unknown
   try {
-    parsed = parse(text, { maxAliasCount: 100 })
+    parsed = parse(text, { maxAliasCount: 100, logLevel: 'error' })
   } catch (error) {
     const line = /line (\d+)/.exec(messageOf(error))?.[1]
     throw new ConfigurationError(`${capitalise(what)} is not valid YAML${line === undefined ? '' : ` (line ${line})`}; check the secret's content.`)

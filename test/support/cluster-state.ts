@@ -4,20 +4,16 @@
 import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { ClusterProcess, Ports, Versions } from './cluster.ts'
+import type { ClusterProcess, Ports } from './cluster.ts'
+import type { ProvidedCluster } from './global-setup.ts'
 
-export interface ClusterState {
+/** What tests are handed, plus what `down` and `status` need. */
+export interface ClusterState extends ProvidedCluster {
   /** The detached supervisor that owns every process below. */
   readonly supervisorPid: number
   readonly startedAt: string
   readonly flux: boolean
   readonly dir: string
-  readonly kubeconfigPath: string
-  readonly server: string
-  readonly adminToken: string
-  readonly caData: string
-  readonly chartRepoUrl: string
-  readonly versions: Versions
   readonly ports: Ports
   readonly processes: readonly ClusterProcess[]
   readonly timings: Readonly<Record<string, number>>

@@ -1,0 +1,459 @@
+// Least privilege, proven against the real kube-apiserver (RBAC on): the manifests in
+// deploy/rbac/ are applied as they ship (names and subjects substituted), a ServiceAccount
+// token bound to exactly that role runs the bundled action, and each verb the code needs is
+// then removed in turn to record what the action does without it.
+
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { RbacAuthorizationV1Api, AuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
+import { parseAllDocuments } from 'yaml'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runAction, type ActionRun } from '../../test/support/action.ts'
+import { REPO_ROOT } from '../../test/support/cluster.ts'
+import { useCluster } from '../../test/support/context.ts'
+import { createRepo, type Repo } from '../../test/support/repo.ts'
+
+const cluster = useCluster()
+const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
+const authz = cluster.kubeconfig.makeApiClient(AuthorizationV1Api)
+const repos: Repo[] = []
+afterAll(() => repos.forEach((r) => r.cleanup()))
+
+const HR = 'helm.toolkit.fluxcd.io'
+const KS = 'kustomize.toolkit.fluxcd.io'
+
+// ---- the manifests as shipped -------------------------------------------------------------
+
+interface RbacObject {
+  readonly kind: string
+  readonly metadata: { name: string; namespace?: string }
+  readonly rules?: V1PolicyRule[]
+  readonly roleRef?: { apiGroup: string; kind: string; name: string }
+  readonly subjects?: { kind: string; name: string; namespace?: string }[]
+}
+
+function manifests(file: string): RbacObject[] {
+  const text = readFileSync(join(REPO_ROOT, 'deploy', 'rbac', file), 'utf8')
+  return parseAllDocuments(text).map((d) => {
+    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]?.message}`)
+    return d.toJS() as RbacObject
+  })
+}
+
+function only(objects: readonly RbacObject[], kind: string): RbacObject {
+  const found = objects.filter((o) => o.kind === kind)
+  if (found.length !== 1) throw new Error(`expected one ${kind}, found ${found.length}`)
+  return found[0] as RbacObject
+}
+
+/** (group, resource, verb) triples, sorted: what a role grants, comparable as a list. */
+function grants(rules: readonly V1PolicyRule[]): string[] {
+  return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
+}
+
+/** The rules with one verb on one resource taken away (a rule naming several resources is split). */
+function without(rules: readonly V1PolicyRule[], group: string, resource: string, verb: string): V1PolicyRule[] {
+  return rules.flatMap((r) => {
+    if (!(r.apiGroups ?? []).includes(group) || !(r.resources ?? []).includes(resource)) return [r]
+    const others = (r.resources ?? []).filter((x) => x !== resource)
+    const kept = r.verbs.filter((v) => v !== verb)
+    return [...(others.length > 0 ? [{ ...r, resources: others }] : []), ...(kept.length > 0 ? [{ ...r, resources: [resource], verbs: kept }] : [])]
+  })
+}
+
+// ---- binding a role to a fresh ServiceAccount ---------------------------------------------
+
+interface Identity {
+  readonly namespace: string
+  /** kubeconfig text for the ServiceAccount's token. */
+  readonly kubeconfig: string
+  readonly token: string
+}
+
+let serial = 0
+
+/**
+ * Applies the ClusterRole + ClusterRoleBinding of `file` (the role renamed uniquely, its rules
+ * replaced by `rules` when given) bound to a new ServiceAccount in `namespace`.
+ */
+async function bindClusterRole(namespace: string, sa: string, file: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
+  const objects = manifests(file)
+  const role = only(objects, 'ClusterRole')
+  const binding = only(objects, 'ClusterRoleBinding')
+  const name = `${role.metadata.name}-${namespace}-${serial++}`
+  const granted = rules ?? role.rules ?? []
+  await rbac.createClusterRole({ body: { metadata: { name }, rules: granted } })
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { ...(binding.roleRef ?? { apiGroup: '', kind: '', name: '' }), name },
+      subjects: (binding.subjects ?? []).map((s) => ({ ...s, name: sa, namespace })),
+    },
+  })
+  return granted
+}
+
+/** Applies the namespaced Role + RoleBinding of trigger-role.yaml in `namespace`, bound to `sa`. */
+async function bindRole(namespace: string, sa: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
+  const objects = manifests('trigger-role.yaml')
+  const role = only(objects, 'Role')
+  const binding = only(objects, 'RoleBinding')
+  const granted = rules ?? role.rules ?? []
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role.metadata.name, namespace }, rules: granted } })
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: binding.metadata.name, namespace },
+      roleRef: binding.roleRef ?? { apiGroup: '', kind: '', name: '' },
+      subjects: (binding.subjects ?? []).map((s) => ({ ...s, name: sa, namespace })),
+    },
+  })
+  return granted
+}
+
+/** The RBAC authorizer learns new bindings through an informer: wait until every grant is in effect. */
+async function effective(namespace: string, sa: string, rules: readonly V1PolicyRule[]): Promise<void> {
+  const checks = rules.flatMap((r) =>
+    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
+  )
+  await cluster.waitFor(
+    async () => {
+      for (const c of checks) {
+        const review = await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${namespace}:${sa}`,
+              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
+            },
+          },
+        })
+        if (review.status?.allowed !== true) return false
+      }
+      return true
+    },
+    { timeoutMs: 20_000, message: `the grants of ${namespace}/${sa} to take effect` },
+  )
+}
+
+async function identity(namespace: string, sa: string, rules: readonly V1PolicyRule[]): Promise<Identity> {
+  const token = await cluster.serviceAccountToken(namespace, sa)
+  await effective(namespace, sa, rules)
+  return { namespace, token, kubeconfig: readFileSync(await cluster.kubeconfigFor(token, sa), 'utf8') }
+}
+
+// ---- the scenario: one labelled ConfigMap changed, one release reading it --------------------
+
+function source(namespace: string, value: string, targetNamespace = namespace): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: ${namespace}
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: web
+    nebius.ai/helmreleases-namespace: ${targetNamespace}
+data:
+  values.yaml: |
+    level: ${value}
+`
+}
+
+interface Scenario {
+  readonly namespace: string
+  readonly repo: Repo
+  readonly before: string
+  readonly after: string
+}
+
+/** The release points at a HelmRepository that does not exist, so helm-controller leaves its metadata alone. */
+async function scenario(prefix: string, options: { targetNamespace?: string; liveConfigMap?: boolean } = {}): Promise<Scenario> {
+  const namespace = await cluster.createNamespace(prefix)
+  const target = options.targetNamespace ?? namespace
+  await cluster.applyHelmRelease({ namespace: target, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
+  if (options.liveConfigMap !== false) {
+    await cluster.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings', namespace }, data: { 'values.yaml': 'level: two\n' } } })
+  }
+  const repo = createRepo()
+  repos.push(repo)
+  repo.write({ 'cm.yaml': source(namespace, 'one', target) })
+  const before = repo.commit('first')
+  repo.write({ 'cm.yaml': source(namespace, 'two', target) })
+  return { namespace, repo, before, after: repo.commit('second') }
+}
+
+function act(s: Scenario, id: Identity, inputs: Record<string, string> = {}): Promise<ActionRun> {
+  return runAction({
+    workspace: s.repo.dir,
+    eventName: 'push',
+    event: { before: s.before, after: s.after },
+    sha: s.after,
+    inputs: { kubeconfig: id.kubeconfig, wait: 'false', timeout: '20s', ...inputs },
+  })
+}
+
+type Entry = { namespace: string; name: string; status: string; reason: string; message: string }
+const outputs = (run: ActionRun, name: string): Entry[] => JSON.parse(run.outputs[name] ?? '[]')
+const log = (run: ActionRun): string => `${run.stdout}\n${run.stderr}`
+
+async function requestedAt(namespace: string): Promise<string | undefined> {
+  return (await cluster.getHelmRelease(namespace, 'web')).metadata.annotations?.['reconcile.fluxcd.io/requestedAt']
+}
+
+async function events(namespace: string, reason: string): Promise<string[]> {
+  const list = await cluster.core.listNamespacedEvent({ namespace })
+  return list.items.filter((e) => e.involvedObject.name === 'web' && e.reason === reason).map((e) => e.message ?? '')
+}
+
+const SA = 'helmrelease-trigger'
+
+describe('deploy/rbac manifests', () => {
+  it('grant exactly the calls trigger mode makes, and apply adds only patch and create on the sources', () => {
+    const trigger = grants(only(manifests('trigger-clusterrole.yaml'), 'ClusterRole').rules ?? [])
+    expect(trigger).toEqual(
+      [
+        `${HR}/helmreleases:get`,
+        `${HR}/helmreleases:list`,
+        `${HR}/helmreleases:watch`,
+        `${HR}/helmreleases:patch`,
+        'core/configmaps:get',
+        'core/secrets:get',
+        `${KS}/kustomizations:get`,
+        'core/events:create',
+      ].sort(),
+    )
+    expect(grants(only(manifests('trigger-role.yaml'), 'Role').rules ?? [])).toEqual(trigger)
+    expect(grants(only(manifests('trigger-apply-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual([
+      'core/configmaps:create',
+      'core/configmaps:patch',
+      'core/secrets:create',
+      'core/secrets:patch',
+    ])
+    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-clusterrole.yaml', 'trigger-role.yaml']) {
+      const objects = manifests(file)
+      const role = objects.find((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+      const binding = objects.find((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+      expect(binding?.roleRef).toMatchObject({ kind: role?.kind, name: role?.metadata.name })
+      expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: 'flux-system' }])
+      // No wildcard, no write verb beyond the ones named above.
+      expect(JSON.stringify(role?.rules)).not.toContain('*')
+    }
+  })
+})
+
+describe('trigger with exactly trigger-clusterrole.yaml', () => {
+  it('triggers the release and records the Event', async () => {
+    const s = await scenario('rbac-ok')
+    const id = await identity(s.namespace, SA, await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml'))
+    const run = await act(s, id)
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ namespace: s.namespace, name: 'web', status: 'Triggered' }])
+    expect(log(run)).not.toContain('Forbidden')
+    expect(await requestedAt(s.namespace)).toBeDefined()
+    const [event] = await events(s.namespace, 'ConfigChanged')
+    expect(event).toContain(`Reconcile requested for commit ${s.after.slice(0, 12)}`)
+    expect(event).toContain('https://github.example/acme/fleet/actions/runs/4242')
+  })
+
+  it('watches helm-controller to the outcome (wait: true) with the same role', async () => {
+    const namespace = await cluster.createNamespace('rbac-wait')
+    await cluster.applyHelmRepository(namespace)
+    await cluster.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings', namespace }, data: { 'values.yaml': 'level: one\n' } } })
+    await cluster.applyHelmRelease({ namespace, name: 'web', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
+    await cluster.waitForHelmReleaseReady(namespace, 'web')
+    const repo = createRepo()
+    repos.push(repo)
+    repo.write({ 'cm.yaml': source(namespace, 'one') })
+    const before = repo.commit('first')
+    repo.write({ 'cm.yaml': source(namespace, 'two') })
+    const s = { namespace, repo, before, after: repo.commit('second') }
+    await cluster.core.replaceNamespacedConfigMap({
+      namespace,
+      name: 'settings',
+      body: { metadata: { name: 'settings', namespace }, data: { 'values.yaml': 'level: two\n' } },
+    })
+
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'trigger-clusterrole.yaml'))
+    const run = await act(s, id, { wait: 'true', timeout: '90s' })
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: expect.stringMatching(/^(Upgraded|Unchanged)$/) }])
+    expect(log(run)).not.toContain('Forbidden')
+  })
+})
+
+describe('trigger with one verb removed from trigger-clusterrole.yaml', () => {
+  const base = (): V1PolicyRule[] => only(manifests('trigger-clusterrole.yaml'), 'ClusterRole').rules ?? []
+
+  async function runWithout(
+    prefix: string,
+    group: string,
+    resource: string,
+    verb: string,
+    inputs: Record<string, string> = {},
+  ): Promise<{ s: Scenario; run: ActionRun }> {
+    const s = await scenario(prefix)
+    const rules = without(base(), group, resource, verb)
+    expect(grants(rules)).not.toContain(`${group || 'core'}/${resource}:${verb}`)
+    const id = await identity(s.namespace, SA, await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml', rules))
+    return { s, run: await act(s, id, inputs) }
+  }
+
+  it('patch helmreleases: the release fails with Forbidden naming the verb and the rule; nothing written', async () => {
+    const { s, run } = await runWithout('rbac-nopatch', HR, 'helmreleases', 'patch')
+    expect(run.exitCode).toBe(1)
+    const [failed] = outputs(run, 'failed')
+    expect(failed).toMatchObject({ namespace: s.namespace, name: 'web', status: 'Failed', reason: 'Forbidden' })
+    expect(failed?.message).toBe(
+      `Forbidden: cannot patch helmreleases.${HR} web in namespace ${s.namespace}. Grant the identity this RBAC rule: apiGroups: ["${HR}"], resources: ["helmreleases"], verbs: ["patch"] in a Role in namespace ${s.namespace} (or a ClusterRole).`,
+    )
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+    expect(await events(s.namespace, 'ConfigChanged')).toEqual([])
+  })
+
+  it('get helmreleases: the release fails with Forbidden naming get', async () => {
+    const { s, run } = await runWithout('rbac-noget', HR, 'helmreleases', 'get')
+    expect(run.exitCode).toBe(1)
+    const [failed] = outputs(run, 'failed')
+    expect(failed).toMatchObject({ name: 'web', status: 'Failed', reason: 'Forbidden' })
+    expect(failed?.message).toContain(`Forbidden: cannot get helmreleases.${HR} web in namespace ${s.namespace}`)
+    expect(failed?.message).toContain('verbs: ["get"]')
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+  })
+
+  it('get configmaps: wait-for-apply cannot read the source; the run fails before any patch', async () => {
+    const { s, run } = await runWithout('rbac-nocm', '', 'configmaps', 'get')
+    expect(run.exitCode).toBe(1)
+    expect(run.stdout).toContain(
+      `::error::Forbidden: cannot get configmaps settings in namespace ${s.namespace}. Grant the identity this RBAC rule: apiGroups: [""], resources: ["configmaps"], verbs: ["get"]`,
+    )
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+  })
+
+  it('create events: a warning naming the rule; the trigger itself succeeds', async () => {
+    const { s, run } = await runWithout('rbac-noevents', '', 'events', 'create')
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: 'Triggered' }])
+    expect(run.stdout).toContain(`::warning::${s.namespace}/web: could not record the Event: Forbidden: cannot create events in namespace ${s.namespace}.`)
+    expect(run.stdout).toContain('resources: ["events"], verbs: ["create"]')
+    expect(await requestedAt(s.namespace)).toBeDefined()
+    expect(await events(s.namespace, 'ConfigChanged')).toEqual([])
+  })
+
+  it('list helmreleases: discovery degrades with a warning naming the rule; annotated targets still trigger', async () => {
+    const { s, run } = await runWithout('rbac-nolist', HR, 'helmreleases', 'list')
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: 'Triggered' }])
+    expect(run.stdout).toContain(
+      `::warning::Discovery could not list HelmReleases in namespace ${s.namespace} (Forbidden: cannot list helmreleases.${HR} in namespace ${s.namespace}.`,
+    )
+    expect(run.stdout).toContain('verbs: ["list"]')
+    // with discover: false nothing is listed, so nothing is denied
+    const quiet = await act(s, { namespace: s.namespace, token: '', kubeconfig: await kubeconfigOf(s.namespace) }, { discover: 'false', force: 'true' })
+    expect(quiet.exitCode, log(quiet)).toBe(0)
+    expect(log(quiet)).not.toContain('Forbidden')
+  })
+
+  // Recorded as the code behaves today: the watch's 403 reaches the log as a bare
+  // "Forbidden" (client-node's Watch throws a plain Error with statusCode, which classify()
+  // does not recognise), so the message names no rule and the watch is retried until the
+  // timeout instead of failing at once. Reported as a bug; the release itself was patched.
+  it('watch helmreleases (wait: true): retried with a warning until the timeout, then TimedOut', async () => {
+    const { s, run } = await runWithout('rbac-nowatch', HR, 'helmreleases', 'watch', { wait: 'true', timeout: '8s' })
+    expect(run.exitCode).toBe(1)
+    expect(await requestedAt(s.namespace)).toBeDefined()
+    expect(outputs(run, 'failed')).toMatchObject([{ name: 'web', status: 'TimedOut' }])
+    expect(run.stdout).toContain(`::warning::watching HelmReleases in ${s.namespace} failed (Forbidden`)
+  })
+})
+
+/** The kubeconfig of the ServiceAccount SA of a namespace bound earlier (a fresh token). */
+async function kubeconfigOf(namespace: string): Promise<string> {
+  return readFileSync(await cluster.kubeconfigFor(await cluster.serviceAccountToken(namespace, SA), SA), 'utf8')
+}
+
+describe('apply: true', () => {
+  it('without trigger-apply-clusterrole.yaml: the server-side apply is refused with the patch rule named', async () => {
+    const s = await scenario('rbac-apply-no', { liveConfigMap: false })
+    const id = await identity(s.namespace, SA, await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml'))
+    const run = await act(s, id, { apply: 'true' })
+    expect(run.exitCode).toBe(1)
+    expect(run.stdout).toContain(`::error::Forbidden: cannot patch configmaps settings in namespace ${s.namespace}.`)
+    expect(run.stdout).toContain('resources: ["configmaps"], verbs: ["patch"]')
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+  })
+
+  it('with it bound too: creates the missing ConfigMap and triggers', async () => {
+    const s = await scenario('rbac-apply', { liveConfigMap: false })
+    const rules = [
+      ...(await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml')),
+      ...(await bindClusterRole(s.namespace, SA, 'trigger-apply-clusterrole.yaml')),
+    ]
+    const id = await identity(s.namespace, SA, rules)
+    const run = await act(s, id, { apply: 'true' })
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: 'Triggered' }])
+    const cm = await cluster.core.readNamespacedConfigMap({ namespace: s.namespace, name: 'settings' })
+    expect(cm.data?.['values.yaml']).toBe('level: two\n')
+  })
+
+  it('patch alone updates an existing ConfigMap; creating a missing one also needs create', async () => {
+    const applyRules = only(manifests('trigger-apply-clusterrole.yaml'), 'ClusterRole').rules ?? []
+    const patchOnly = without(without(applyRules, '', 'configmaps', 'create'), '', 'secrets', 'create')
+
+    const existing = await scenario('rbac-apply-upd', { liveConfigMap: false })
+    await cluster.core.createNamespacedConfigMap({
+      namespace: existing.namespace,
+      body: { metadata: { name: 'settings', namespace: existing.namespace }, data: { 'values.yaml': 'level: one\n' } },
+    })
+    const updater = await identity(existing.namespace, SA, [
+      ...(await bindClusterRole(existing.namespace, SA, 'trigger-clusterrole.yaml')),
+      ...(await bindClusterRole(existing.namespace, SA, 'trigger-apply-clusterrole.yaml', patchOnly)),
+    ])
+    const updated = await act(existing, updater, { apply: 'true' })
+    expect(updated.exitCode, log(updated)).toBe(0)
+    expect((await cluster.core.readNamespacedConfigMap({ namespace: existing.namespace, name: 'settings' })).data?.['values.yaml']).toBe('level: two\n')
+
+    // The apiserver checks `create` for an apply that would create the object. Our message
+    // names the request's verb (patch) although the missing grant is create: reported as a bug,
+    // so only the refusal itself is asserted here.
+    const missing = await scenario('rbac-apply-new', { liveConfigMap: false })
+    const creator = await identity(missing.namespace, SA, [
+      ...(await bindClusterRole(missing.namespace, SA, 'trigger-clusterrole.yaml')),
+      ...(await bindClusterRole(missing.namespace, SA, 'trigger-apply-clusterrole.yaml', patchOnly)),
+    ])
+    const refused = await act(missing, creator, { apply: 'true' })
+    expect(refused.exitCode).toBe(1)
+    expect(refused.stdout).toMatch(/::error::Forbidden: cannot \w+ configmaps settings in namespace /)
+    await expect(cluster.core.readNamespacedConfigMap({ namespace: missing.namespace, name: 'settings' })).rejects.toThrow()
+    expect(await requestedAt(missing.namespace)).toBeUndefined()
+  })
+})
+
+describe('the namespaced trigger-role.yaml', () => {
+  let configNs: string
+  beforeAll(async () => {
+    configNs = await cluster.createNamespace('rbac-role')
+  })
+
+  it('is enough for releases in its own namespace', async () => {
+    const s = await scenario('rbac-role-ok')
+    const id = await identity(s.namespace, SA, await bindRole(s.namespace, SA))
+    const run = await act(s, id)
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ name: 'web', status: 'Triggered' }])
+    expect(await events(s.namespace, 'ConfigChanged')).toHaveLength(1)
+  })
+
+  it('denies a target in another namespace, naming that namespace', async () => {
+    const s = await scenario('rbac-role-x', { targetNamespace: configNs })
+    const id = await identity(s.namespace, SA, await bindRole(s.namespace, SA))
+    const run = await act(s, id)
+    expect(run.exitCode).toBe(1)
+    const [failed] = outputs(run, 'failed')
+    expect(failed).toMatchObject({ namespace: configNs, name: 'web', reason: 'Forbidden' })
+    expect(failed?.message).toContain(`Forbidden: cannot get helmreleases.${HR} web in namespace ${configNs}`)
+    expect(await requestedAt(configNs)).toBeUndefined()
+  })
+})
