@@ -359,12 +359,15 @@ describe('trigger with one verb removed from trigger-clusterrole.yaml', () => {
   // "Forbidden" (client-node's Watch throws a plain Error with statusCode, which classify()
   // does not recognise), so the message names no rule and the watch is retried until the
   // timeout instead of failing at once. Reported as a bug; the release itself was patched.
-  it('watch helmreleases (wait: true): retried with a warning until the timeout, then TimedOut', async () => {
+  it('watch helmreleases (wait: true): named once, then the wait polls with GETs until the timeout', async () => {
     const { s, run } = await runWithout('rbac-nowatch', HR, 'helmreleases', 'watch', { wait: 'true', timeout: '8s' })
     expect(run.exitCode).toBe(1)
     expect(await requestedAt(s.namespace)).toBeDefined()
     expect(outputs(run, 'failed')).toMatchObject([{ name: 'web', status: 'TimedOut' }])
-    expect(run.stdout).toContain(`::warning::watching HelmReleases in ${s.namespace} failed (Forbidden`)
+    expect(run.stdout).toContain(`::warning::Forbidden: cannot watch helmreleases.helm.toolkit.fluxcd.io in namespace ${s.namespace}.`)
+    expect(run.stdout).toContain('verbs: ["watch"]')
+    expect(run.stdout).toContain(`Polling the releases in ${s.namespace} instead.`)
+    expect(run.stdout).not.toContain('failed (Forbidden); retrying')
   })
 })
 
@@ -374,13 +377,13 @@ async function kubeconfigOf(namespace: string): Promise<string> {
 }
 
 describe('apply: true', () => {
-  it('without trigger-apply-clusterrole.yaml: the server-side apply is refused with the patch rule named', async () => {
+  it('without trigger-apply-clusterrole.yaml: the server-side apply is refused, naming patch and create', async () => {
     const s = await scenario('rbac-apply-no', { liveConfigMap: false })
     const id = await identity(s.namespace, SA, await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml'))
     const run = await act(s, id, { apply: 'true' })
     expect(run.exitCode).toBe(1)
     expect(run.stdout).toContain(`::error::Forbidden: cannot patch configmaps settings in namespace ${s.namespace}.`)
-    expect(run.stdout).toContain('resources: ["configmaps"], verbs: ["patch"]')
+    expect(run.stdout).toContain('resources: ["configmaps"], verbs: ["patch", "create"]')
     expect(await requestedAt(s.namespace)).toBeUndefined()
   })
 
