@@ -33,11 +33,11 @@ export function target(id: string, description: string, value: Figure, threshold
 }
 
 /** What a scenario hands back: rows for the table and results.json, targets, notes. */
-export interface ScenarioResult {
+export interface ScenarioResult<Row = unknown> {
   readonly title: string
   readonly columns: readonly string[]
   readonly table: readonly (readonly string[])[]
-  readonly rows: readonly unknown[]
+  readonly rows: readonly Row[]
   readonly targets: readonly Target[]
   readonly notes: readonly string[]
 }
@@ -134,6 +134,8 @@ export function run(command: string, args: readonly string[], options: RunOption
       clearTimeout(timer)
       resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') })
     })
+    // A child that exits without reading its input reports through its exit code, not EPIPE.
+    child.stdin.on('error', () => {})
     child.stdin.end(options.input ?? '')
   })
 }
