@@ -88,19 +88,8 @@ export async function poll<T>(probe: () => Promise<T | undefined>, options: Poll
   throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}`)
 }
 
-/** At most `limit` calls in flight; results in input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length)
-  let next = 0
-  async function worker(): Promise<void> {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await fn(items[index] as T, index)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, worker))
-  return results
-}
+/** The engine's own bounded-concurrency map: the baselines run at the concurrency we do. */
+export { mapLimit } from '../src/concurrency.ts'
 
 // ---- child processes -------------------------------------------------------------------
 
