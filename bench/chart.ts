@@ -67,9 +67,24 @@ function fanoutPanel(results: Results): Panel {
   const series: Series[] = [
     { label: 'ours, concurrency 10', color: COLORS.ours, dashed: false, points: at(10).map((r) => ({ x: r.releases, y: r.ours.throughput.value })) },
     { label: 'ours, concurrency 50', color: COLORS.ours50, dashed: false, points: at(50).map((r) => ({ x: r.releases, y: r.ours.throughput.value })) },
-    { label: 'raw HTTP/2, concurrency 10', color: COLORS.raw, dashed: false, points: at(10).map((r) => ({ x: r.releases, y: r.baselines.rawHttp2.throughput.value })) },
-    { label: 'raw HTTP/2, concurrency 50', color: COLORS.raw50, dashed: false, points: at(50).map((r) => ({ x: r.releases, y: r.baselines.rawHttp2.throughput.value })) },
-    { label: 'kubectl annotate loop', color: COLORS.kubectl, dashed: false, points: rows.flatMap((r) => (r.baselines.kubectl === undefined ? [] : [{ x: r.releases, y: r.baselines.kubectl.throughput.value }])) },
+    {
+      label: 'raw HTTP/2, concurrency 10',
+      color: COLORS.raw,
+      dashed: false,
+      points: at(10).map((r) => ({ x: r.releases, y: r.baselines.rawHttp2.throughput.value })),
+    },
+    {
+      label: 'raw HTTP/2, concurrency 50',
+      color: COLORS.raw50,
+      dashed: false,
+      points: at(50).map((r) => ({ x: r.releases, y: r.baselines.rawHttp2.throughput.value })),
+    },
+    {
+      label: 'kubectl annotate loop',
+      color: COLORS.kubectl,
+      dashed: false,
+      points: rows.flatMap((r) => (r.baselines.kubectl === undefined ? [] : [{ x: r.releases, y: r.baselines.kubectl.throughput.value }])),
+    },
     {
       label: 'ours, 1 connection (exp.), conc. 10',
       color: COLORS.experiment,
@@ -106,8 +121,16 @@ function logScale(values: readonly number[], from: number, to: number): LogScale
 function renderPanel(panel: Panel, left: number): string {
   const points = [...panel.series.flatMap((s) => s.points), ...panel.marks.map((m) => m.at)]
   const bottom = PANEL.top + PANEL.height
-  const x = logScale(points.map((p) => p.x), left, left + PANEL.width)
-  const y = logScale(points.map((p) => p.y), bottom, PANEL.top)
+  const x = logScale(
+    points.map((p) => p.x),
+    left,
+    left + PANEL.width,
+  )
+  const y = logScale(
+    points.map((p) => p.y),
+    bottom,
+    PANEL.top,
+  )
   const parts = [
     `<text x="${left + PANEL.width / 2}" y="${PANEL.top - 12}" text-anchor="middle" font-size="14" font-weight="bold">${escape(panel.title)}</text>`,
     `<rect x="${left}" y="${PANEL.top}" width="${PANEL.width}" height="${PANEL.height}" fill="none" stroke="#d0d7de"/>`,
@@ -146,7 +169,10 @@ function line(series: Series, x: LogScale, y: LogScale): string {
   const pts = series.points.filter((p) => p.x > 0 && p.y > 0 && Number.isFinite(p.y))
   const path = pts.map((p) => `${x.map(p.x).toFixed(1)},${y.map(p.y).toFixed(1)}`).join(' ')
   const dash = series.dashed ? ' stroke-dasharray="6 4"' : ''
-  const dots = pts.map((p) => `<circle cx="${x.map(p.x).toFixed(1)}" cy="${y.map(p.y).toFixed(1)}" r="3.5" fill="${series.color}"><title>${escape(`${series.label}: ${tick(p.x)} → ${p.y.toFixed(1)}`)}</title></circle>`)
+  const dots = pts.map(
+    (p) =>
+      `<circle cx="${x.map(p.x).toFixed(1)}" cy="${y.map(p.y).toFixed(1)}" r="3.5" fill="${series.color}"><title>${escape(`${series.label}: ${tick(p.x)} → ${p.y.toFixed(1)}`)}</title></circle>`,
+  )
   return [`<polyline points="${path}" fill="none" stroke="${series.color}" stroke-width="2"${dash}/>`, ...dots].join('\n')
 }
 

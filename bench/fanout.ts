@@ -115,7 +115,8 @@ async function measure(fleet: Fleet, releases: number, concurrency: number, opti
     await sleep(SETTLE_MS)
     sameMs.push(await rawSameRequests(fleet.api, releases, concurrency, `same-${fleet.revision}-${i}`))
   }
-  const kubectl = concurrency === Math.min(...options.concurrencies) && options.kubectlSizes.includes(releases) ? await kubectlLoop(fleet, releases, options.log) : undefined
+  const kubectl =
+    concurrency === Math.min(...options.concurrencies) && options.kubectlSizes.includes(releases) ? await kubectlLoop(fleet, releases, options.log) : undefined
   const oursRow = oursThroughput(releases, ours)
   const rawMedian = median(rawMs)
   const row: FanoutRow = {
@@ -131,8 +132,13 @@ async function measure(fleet: Fleet, releases: number, concurrency: number, opti
     ratioToRaw: fig(rawMedian / oursRow.wall.value, 'ours/raw throughput'),
     ...(kubectl === undefined ? {} : { ratioToKubectl: fig(kubectl / oursRow.wall.value, 'ours/kubectl throughput') }),
   }
-  const experiment = row.oursSharedConnection === undefined ? '' : `, ours with one connection ${ms(row.oursSharedConnection.wall.value)} (peak RSS ${row.oursSharedConnection.peakRss.value.toFixed(0)} MiB vs ${oursRow.peakRss.value.toFixed(0)} MiB)`
-  options.log(`fanout: ${num(releases)} releases at concurrency ${concurrency}: ours ${ms(oursRow.wall.value)}${experiment}, raw ${ms(rawMedian)}, raw same requests ${ms(median(sameMs))}${kubectl === undefined ? '' : `, kubectl ${ms(kubectl)}`}`)
+  const experiment =
+    row.oursSharedConnection === undefined
+      ? ''
+      : `, ours with one connection ${ms(row.oursSharedConnection.wall.value)} (peak RSS ${row.oursSharedConnection.peakRss.value.toFixed(0)} MiB vs ${oursRow.peakRss.value.toFixed(0)} MiB)`
+  options.log(
+    `fanout: ${num(releases)} releases at concurrency ${concurrency}: ours ${ms(oursRow.wall.value)}${experiment}, raw ${ms(rawMedian)}, raw same requests ${ms(median(sameMs))}${kubectl === undefined ? '' : `, kubectl ${ms(kubectl)}`}`,
+  )
   return row
 }
 
@@ -197,10 +203,14 @@ function releasesPath(name?: string): string {
 async function createReleases(api: ApiTarget, count: number): Promise<void> {
   const session = await openSession(api)
   try {
-    await mapLimit(Array.from({ length: count }, (_, i) => releaseName(i)), 50, async (name) => {
-      const body = helmRelease({ namespace: NAMESPACE, name, valuesFrom: [{ kind: 'ConfigMap', name: 'shared-values' }] })
-      expectStatus(await session.request('POST', releasesPath(), body), [201, 409], `creating HelmRelease ${name}`)
-    })
+    await mapLimit(
+      Array.from({ length: count }, (_, i) => releaseName(i)),
+      50,
+      async (name) => {
+        const body = helmRelease({ namespace: NAMESPACE, name, valuesFrom: [{ kind: 'ConfigMap', name: 'shared-values' }] })
+        expectStatus(await session.request('POST', releasesPath(), body), [201, 409], `creating HelmRelease ${name}`)
+      },
+    )
   } finally {
     await session.close()
   }
@@ -303,7 +313,13 @@ async function timeKubectl(fleet: Fleet, releases: number): Promise<number> {
   await kubectlOk([...common, 'get', `helmreleases.helm.toolkit.fluxcd.io/${releaseName(0)}`, '--output', 'name'])
   const t0 = now()
   for (let i = 0; i < releases; i++) {
-    await kubectlOk([...common, 'annotate', '--overwrite', `helmreleases.helm.toolkit.fluxcd.io/${releaseName(i)}`, `${REQUESTED_AT}=kubectl-${fleet.revision}-${i}`])
+    await kubectlOk([
+      ...common,
+      'annotate',
+      '--overwrite',
+      `helmreleases.helm.toolkit.fluxcd.io/${releaseName(i)}`,
+      `${REQUESTED_AT}=kubectl-${fleet.revision}-${i}`,
+    ])
   }
   return now() - t0
 }
@@ -316,7 +332,22 @@ async function kubectlOk(args: readonly string[]): Promise<void> {
 // ---- table and targets -----------------------------------------------------------------
 
 function summarize(rows: readonly FanoutRow[]): ScenarioResult<FanoutRow> {
-  const columns = ['releases', 'conc.', 'ours', 'ours rel/s', 'req / conn per release', 'ours peak RSS (+ over loaded)', 'raw HTTP/2', 'raw rel/s', 'ours ÷ raw', 'kubectl loop', 'kubectl rel/s', 'ours ÷ kubectl', 'raw, our 3 requests', 'ours, 1 connection (exp.)']
+  const columns = [
+    'releases',
+    'conc.',
+    'ours',
+    'ours rel/s',
+    'req / conn per release',
+    'ours peak RSS (+ over loaded)',
+    'raw HTTP/2',
+    'raw rel/s',
+    'ours ÷ raw',
+    'kubectl loop',
+    'kubectl rel/s',
+    'ours ÷ kubectl',
+    'raw, our 3 requests',
+    'ours, 1 connection (exp.)',
+  ]
   const table = rows.map((r) => [
     num(r.releases),
     String(r.concurrency),
@@ -331,13 +362,23 @@ function summarize(rows: readonly FanoutRow[]): ScenarioResult<FanoutRow> {
     r.baselines.kubectl === undefined ? '–' : num(r.baselines.kubectl.throughput.value, 1),
     r.ratioToKubectl === undefined ? '–' : ratio(r.ratioToKubectl.value),
     `${ms(r.baselines.rawHttp2SameRequests.wall.value)} (${num(r.baselines.rawHttp2SameRequests.throughput.value)}/s)`,
-    r.oursSharedConnection === undefined ? '–' : `${ms(r.oursSharedConnection.wall.value)} (${num(r.oursSharedConnection.throughput.value)}/s, ${r.oursSharedConnection.peakRss.value.toFixed(0)} MiB)`,
+    r.oursSharedConnection === undefined
+      ? '–'
+      : `${ms(r.oursSharedConnection.wall.value)} (${num(r.oursSharedConnection.throughput.value)}/s, ${r.oursSharedConnection.peakRss.value.toFixed(0)} MiB)`,
   ])
   const targets: Target[] = []
   const at1000 = rows.find((r) => r.releases === 1_000 && r.concurrency === 10)
   if (at1000 !== undefined) {
     targets.push(target('fanout-1000-under-5s', 'Trigger 1,000 releases under 5 s (max-concurrency 10)', at1000.ours.wall, fig(5_000, 'ms'), 'below'))
-    targets.push(target('fanout-1000-70pct-of-raw', 'At least 70% of the raw HTTP/2 loop\'s throughput at 1,000 releases (concurrency 10)', at1000.ratioToRaw, fig(0.7, 'ours/raw throughput'), 'atLeast'))
+    targets.push(
+      target(
+        'fanout-1000-70pct-of-raw',
+        "At least 70% of the raw HTTP/2 loop's throughput at 1,000 releases (concurrency 10)",
+        at1000.ratioToRaw,
+        fig(0.7, 'ours/raw throughput'),
+        'atLeast',
+      ),
+    )
   }
   const largest = rows.filter((r) => r.concurrency === 10).at(-1)
   if (at1000 === undefined && largest !== undefined) {

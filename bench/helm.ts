@@ -98,7 +98,9 @@ async function measureAll(cluster: LocalCluster, session: ApiSession, options: H
       const action = await actionChange(fleet, k, applyDelay(k, options.changes))
       samples.action.push(action.latencyMs)
       details.push(action)
-      options.log(`helm: change ${k}/${options.changes}: watch label ${watchWorks ? ms(samples.watchLabel.at(-1) ?? Number.NaN) : 'no upgrade'}, floor ${ms(samples.floor.at(-1) ?? Number.NaN)}, action ${ms(action.latencyMs)} (apply→patch ${ms(action.applyToPatchMs)})`)
+      options.log(
+        `helm: change ${k}/${options.changes}: watch label ${watchWorks ? ms(samples.watchLabel.at(-1) ?? Number.NaN) : 'no upgrade'}, floor ${ms(samples.floor.at(-1) ?? Number.NaN)}, action ${ms(action.latencyMs)} (apply→patch ${ms(action.applyToPatchMs)})`,
+      )
     }
     return [row('watchLabel', watchWorks, samples.watchLabel), row('action', true, samples.action, actionDetail(details)), row('floor', true, samples.floor)]
   } finally {
@@ -140,9 +142,17 @@ function valuesData(k: number): Record<string, string> {
 
 async function install(cluster: LocalCluster, session: ApiSession, namespace: string, watchLabel: boolean): Promise<void> {
   await cluster.createNamespace(namespace)
-  expectStatus(await session.request('POST', crPath(HELM_REPOSITORY, namespace), helmRepository({ namespace, url: cluster.chartRepoUrl, interval: '10m' })), [201], 'HelmRepository')
+  expectStatus(
+    await session.request('POST', crPath(HELM_REPOSITORY, namespace), helmRepository({ namespace, url: cluster.chartRepoUrl, interval: '10m' })),
+    [201],
+    'HelmRepository',
+  )
   const labels = watchLabel ? { 'reconcile.fluxcd.io/watch': 'Enabled' } : {}
-  expectStatus(await session.request('POST', configMapPath(namespace), { metadata: { name: VALUES, namespace, labels }, data: valuesData(0) }), [201], 'ConfigMap')
+  expectStatus(
+    await session.request('POST', configMapPath(namespace), { metadata: { name: VALUES, namespace, labels }, data: valuesData(0) }),
+    [201],
+    'ConfigMap',
+  )
   const release = helmRelease({ namespace, name: APP, interval: '1h', valuesFrom: [{ kind: 'ConfigMap', name: VALUES }] })
   expectStatus(await session.request('POST', crPath(HELM_RELEASE, namespace), release), [201], 'HelmRelease')
   await waitForRevision(session, namespace, 0, 180_000)
@@ -336,12 +346,21 @@ function signed(value: number): string {
 function summarize(rows: readonly HelmRow[], cluster: LocalCluster): ScenarioResult<HelmRow> {
   const columns = ['method', 'works here', 'changes', 'median', 'p95', 'over the floor (median)']
   const floor = rows.find((r) => r.method === 'floor')?.median.value ?? Number.NaN
-  const table = rows.map((r) => [r.title, r.works ? 'yes' : 'NO', String(r.samples.length), ms(r.median.value), ms(r.p95.value), r.method === 'floor' ? '–' : signed(r.median.value - floor)])
+  const table = rows.map((r) => [
+    r.title,
+    r.works ? 'yes' : 'NO',
+    String(r.samples.length),
+    ms(r.median.value),
+    ms(r.p95.value),
+    r.method === 'floor' ? '–' : signed(r.median.value - floor),
+  ])
   const action = rows.find((r) => r.method === 'action')
   const watch = rows.find((r) => r.method === 'watchLabel')
   const notes = [
     `helm-controller ${cluster.versions.helmController}, source-controller ${cluster.versions.sourceController}, Kubernetes ${cluster.versions.kubernetes}. Latency = ConfigMap update accepted by the apiserver → history[0] of the HelmRelease is a higher version with status deployed (polled every ${POLL_MS} ms).`,
-    watch?.works === false ? 'The watch label did NOT trigger an upgrade on this cluster within 30 s.' : 'The watch label works here: helm-controller upgraded on the ConfigMap change alone (no requestedAt).',
+    watch?.works === false
+      ? 'The watch label did NOT trigger an upgrade on this cluster within 30 s.'
+      : 'The watch label works here: helm-controller upgraded on the ConfigMap change alone (no requestedAt).',
     '(b) our `watch` mode is not measured: it does not exist yet.',
     ...(action?.detail === undefined
       ? []

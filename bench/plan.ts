@@ -52,7 +52,8 @@ export async function planScenario(options: PlanOptions): Promise<ScenarioResult
       options.log(`plan: generated ${num(files)} apps (${num(files * 2)} files) in ${ms(now() - t0)}`)
       rows.push(await measure(repo, files, commits, options))
       const row = rows.at(-1)
-      if (row !== undefined) options.log(`plan: N=${num(files)} ours ${ms(row.ours.wall.value)}, baseline ${ms(row.baseline.wall.value)} (${ratio(row.ratio.value)})`)
+      if (row !== undefined)
+        options.log(`plan: N=${num(files)} ours ${ms(row.ours.wall.value)}, baseline ${ms(row.baseline.wall.value)} (${ratio(row.ratio.value)})`)
     } finally {
       await rm(repo, { recursive: true, force: true })
     }
@@ -243,7 +244,17 @@ function blobBytes(output: string): number {
 // ---- table and targets -----------------------------------------------------------------
 
 function summarize(rows: readonly PlanRow[]): ScenarioResult<PlanRow> {
-  const columns = ['changed files', 'change size', 'ours (preparePlan)', 'git read / parse+plan', 'ours MB/s', 'ours peak RSS (+ over loaded)', 'baseline (diff + cat-file)', 'baseline MB/s', 'ratio']
+  const columns = [
+    'changed files',
+    'change size',
+    'ours (preparePlan)',
+    'git read / parse+plan',
+    'ours MB/s',
+    'ours peak RSS (+ over loaded)',
+    'baseline (diff + cat-file)',
+    'baseline MB/s',
+    'ratio',
+  ]
   const table = rows.map((r) => [
     num(r.files),
     `${(r.changedBytes.value / MB).toFixed(2)} MB`,
@@ -263,7 +274,15 @@ function summarize(rows: readonly PlanRow[]): ScenarioResult<PlanRow> {
   }
   const largest = rows.at(-1)
   if (at5000 === undefined && largest !== undefined) {
-    targets.push(target(`plan-${largest.files}-within-3x`, `Plan of a ${num(largest.files)}-file commit within 3× the baseline (quick stand-in; the 5,000-file targets run in full mode)`, largest.ratio, fig(3, 'ours/baseline'), 'below'))
+    targets.push(
+      target(
+        `plan-${largest.files}-within-3x`,
+        `Plan of a ${num(largest.files)}-file commit within 3× the baseline (quick stand-in; the 5,000-file targets run in full mode)`,
+        largest.ratio,
+        fig(3, 'ours/baseline'),
+        'below',
+      ),
+    )
   }
   const notes = [
     'Repository: N apps, each apps/<team>/<app>/values.yaml (labelled ConfigMap, ~1 KB; 20 teams) and apps/<team>/<app>/release.yaml (HelmRelease reading it via valuesFrom); the commit changes every values.yaml. MB/s = bytes of the change (both sides of every changed file) / wall time, for both columns.',
@@ -273,4 +292,3 @@ function summarize(rows: readonly PlanRow[]): ScenarioResult<PlanRow> {
   ]
   return { title: 'Plan: commit touching N labelled ConfigMap manifests', columns, table, rows, targets, notes }
 }
-

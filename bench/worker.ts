@@ -94,7 +94,13 @@ async function planBreakdown(job: PlanJob, settings: Settings): Promise<PlanRun>
   const t0 = performance.now()
   const [changes, headFiles] = await Promise.all([git.changedFiles(job.base, job.head, filter), git.headFiles(job.head, filter)])
   const t1 = performance.now()
-  const options = { prefix: settings.annotationPrefix, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover, paths: settings.paths }
+  const options = {
+    prefix: settings.annotationPrefix,
+    defaultNamespace: settings.defaultNamespace,
+    semanticDigest: settings.semanticDigest,
+    discover: settings.discover,
+    paths: settings.paths,
+  }
   const plan = planChanges({ changes, headFiles, fullSync: false, options })
   const t2 = performance.now()
   return { wallMs: t2 - t0, gitMs: t1 - t0, planMs: t2 - t1, sources: plan.sources.length, releases: plan.releases.length, problems: plan.problems.length }
@@ -128,7 +134,16 @@ async function fanoutJob(job: FanoutJob): Promise<FanoutRun[]> {
   const runs: FanoutRun[] = []
   for (const range of job.ranges) {
     const settings = parseSettings(
-      inputs({ kubeconfig, base: range.base, head: range.head, wait: 'false', 'wait-for-apply': 'false', discover: 'false', 'max-concurrency': String(job.concurrency), timeout: '5m' }),
+      inputs({
+        kubeconfig,
+        base: range.base,
+        head: range.head,
+        wait: 'false',
+        'wait-for-apply': 'false',
+        discover: 'false',
+        'max-concurrency': String(job.concurrency),
+        timeout: '5m',
+      }),
     )
     let warnings = 0
     const log: Logger = { info: () => {}, warning: () => warnings++ }
