@@ -3,12 +3,13 @@
 // chart repository. Other integration and e2e tests build on what is checked here.
 
 import { randomBytes } from 'node:crypto'
-import { CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node'
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { useCluster } from '../../test/support/context.ts'
 import { HELM_RELEASE, HELM_REPOSITORY, REQUESTED_AT, condition, helmRelease, type FluxObject } from '../../test/support/flux.ts'
-import { kubeConfigFromFile } from '../../test/support/kube.ts'
+import { startCluster } from '../../test/support/cluster.ts'
+import { kubeConfigFromFile, waitFor } from '../../test/support/kube.ts'
 
 const cluster = useCluster()
 
@@ -141,5 +142,33 @@ describe('local cluster', () => {
     })
     expect(list).toMatchObject({ items: [] })
     await expect(asReader.listClusterCustomObject(HELM_RELEASE)).rejects.toMatchObject({ code: 403 })
+  })
+})
+
+// Fault tests take the apiserver and etcd away mid-run; they rely on a restart keeping
+// the address, the serving certificate, the tokens and the data.
+describe('local cluster restarts', () => {
+  it('restarts etcd and the apiserver with the same address, certificate and data', async () => {
+    const own = await startCluster()
+    try {
+      const core = own.kubeconfig.makeApiClient(CoreV1Api)
+      await core.createNamespacedConfigMap({ namespace: 'flux-system', body: { metadata: { name: 'kept' }, data: { a: '1' } } })
+      const pid = own.processes.find((p) => p.name === 'kube-apiserver')?.pid
+
+      await own.stopComponent('kube-apiserver', { kill: true })
+      await expect(core.readNamespacedConfigMap({ namespace: 'flux-system', name: 'kept' })).rejects.toThrow()
+      await own.startComponent('kube-apiserver')
+      expect(own.processes.find((p) => p.name === 'kube-apiserver')?.pid).not.toBe(pid)
+      expect((await core.readNamespacedConfigMap({ namespace: 'flux-system', name: 'kept' })).data).toEqual({ a: '1' })
+
+      await own.restart('etcd', { downMs: 500 })
+      const read = await waitFor(() => core.readNamespacedConfigMap({ namespace: 'flux-system', name: 'kept' }).catch(() => undefined), {
+        timeoutMs: 60_000,
+        message: 'the apiserver to reach the restarted etcd',
+      })
+      expect(read.data).toEqual({ a: '1' })
+    } finally {
+      await own.stop()
+    }
   })
 })

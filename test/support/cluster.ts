@@ -114,6 +114,15 @@ export interface LocalCluster {
   serviceAccountToken(namespace: string, name: string, options?: TokenOptions): Promise<string>
   /** Writes a kubeconfig for another identity into the cluster dir; returns its path. */
   kubeconfigFor(token: string, name?: string): Promise<string>
+  /**
+   * Stops one component (SIGTERM, or SIGKILL with `kill`) and leaves it down: fault tests
+   * use it to take the apiserver or etcd away in the middle of a run.
+   */
+  stopComponent(name: BinaryName, options?: { kill?: boolean }): Promise<void>
+  /** Starts a stopped component again with the same ports, data and certificates; resolves when it is ready. */
+  startComponent(name: BinaryName): Promise<void>
+  /** stopComponent, wait `downMs` (default 0), startComponent. Kubeconfigs and tokens stay valid. */
+  restart(name: BinaryName, options?: { kill?: boolean; downMs?: number }): Promise<void>
   /** Stops controllers, apiserver, etcd (SIGTERM, SIGKILL after a few seconds), the chart server; removes data. */
   stop(): Promise<void>
 }
@@ -149,7 +158,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
   await mkdir(dataDir, { recursive: true })
   await mkdir(logDir, { recursive: true })
 
-  const session: Session = { children: [], dataDir, dir, temporary }
+  const session: Session = { children: [], dataDir, dir, temporary, relaunch: {} }
   sessions.add(session)
   if (options.handleSignals ?? true) installSignalHandlers()
 
@@ -189,7 +198,10 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
       versions,
       flux,
       ports,
-      processes: session.children.map(({ name, pid, logPath }) => ({ name, pid, logPath })),
+      // A getter: a restarted component has a new pid.
+      get processes() {
+        return session.children.map(({ name, pid, logPath }) => ({ name, pid, logPath }))
+      },
       timings: { ...timings },
       publishChart: (spec) => server.publish(spec),
       createNamespace: (name, labels) => createNamespace(kubeconfig, name, labels),
@@ -198,6 +210,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
         const path = join(dataDir, `kubeconfig-${name ?? randomBytes(4).toString('hex')}`)
         await writeKubeconfig(path, { server: api.server, caData: api.caData, token, user: name ?? 'user' })
         return path
+      },
+      stopComponent: (name, o) => stopComponent(session, name, o),
+      startComponent: (name) => startComponent(session, name),
+      restart: async (name, o = {}) => {
+        await stopComponent(session, name, o)
+        if (o.downMs) await sleep(o.downMs)
+        await startComponent(session, name)
       },
       stop: () => (stopping ??= stopSession(session, server)),
     }
@@ -377,6 +396,8 @@ interface Session {
   readonly dataDir: string
   readonly dir: string
   readonly temporary: boolean
+  /** How to start each component again with the same arguments, ports and certificates. */
+  readonly relaunch: Partial<Record<BinaryName, () => Promise<void>>>
 }
 
 const sessions = new Set<Session>()
@@ -399,7 +420,9 @@ function spawnChild(
   options: { logDir: string; env?: NodeJS.ProcessEnv; cwd?: string },
 ): Child {
   const logPath = join(options.logDir, `${name}.log`)
-  const fd = openSync(logPath, 'w')
+  // A restarted component appends, so its log tells the whole story.
+  const previous = session.children.findIndex((c) => c.name === name)
+  const fd = openSync(logPath, previous === -1 ? 'w' : 'a')
   // pdeathsig: the kernel kills the child when we die, however we die.
   const [command, commandArgs] = SETPRIV
     ? [SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args]]
@@ -423,7 +446,8 @@ function spawnChild(
     })
   })
   const child: Child = { name, pid: process_.pid, logPath, process: process_, exited }
-  session.children.push(child)
+  if (previous === -1) session.children.push(child)
+  else session.children[previous] = child
   return child
 }
 
@@ -474,16 +498,20 @@ interface ComponentOptions {
 
 async function startEtcd(session: Session, options: ComponentOptions & { binary: string }): Promise<string> {
   const client = `http://127.0.0.1:${options.ports.etcdClient}`
-  const child = spawnChild(
-    session,
-    'etcd',
-    options.binary,
-    [`--data-dir=${join(session.dataDir, 'etcd')}`, `--listen-client-urls=${client}`, `--listen-peer-urls=http://127.0.0.1:${options.ports.etcdPeer}`],
-    { logDir: options.logDir },
-  )
-  const t0 = Date.now()
-  await waitReady(child, async () => (await httpGet(`${client}/health`)).status === 200, options.readyTimeoutMs)
-  options.log(`etcd ready on ${client} in ${formatMs(Date.now() - t0)}`)
+  const launch = async (): Promise<void> => {
+    const child = spawnChild(
+      session,
+      'etcd',
+      options.binary,
+      [`--data-dir=${join(session.dataDir, 'etcd')}`, `--listen-client-urls=${client}`, `--listen-peer-urls=http://127.0.0.1:${options.ports.etcdPeer}`],
+      { logDir: options.logDir },
+    )
+    const t0 = Date.now()
+    await waitReady(child, async () => (await httpGet(`${client}/health`)).status === 200, options.readyTimeoutMs)
+    options.log(`etcd ready on ${client} in ${formatMs(Date.now() - t0)}`)
+  }
+  session.relaunch.etcd = launch
+  await launch()
   return client
 }
 
@@ -515,40 +543,45 @@ async function startApiserver(session: Session, options: ComponentOptions & { bi
 
   const port = options.ports.apiserver
   const server = `https://127.0.0.1:${port}`
-  const child = spawnChild(
-    session,
-    'kube-apiserver',
-    options.binary,
-    [
-      `--etcd-servers=${options.etcd}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${port}`,
-      // No --tls-cert-file: the apiserver writes a self-signed CA + serving cert here.
-      `--cert-dir=${certDir}`,
-      '--authorization-mode=RBAC',
-      `--token-auth-file=${tokenFile}`,
-      `--service-account-key-file=${saPub}`,
-      `--service-account-signing-key-file=${saKey}`,
-      `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
-      `--api-audiences=${SERVICE_ACCOUNT_ISSUER}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
-      '--allow-privileged=true',
-      '--profiling=false',
-      // Endpoints may not hold a loopback address: publishing our advertise address
-      // for the `kubernetes` Service would only log errors every few seconds.
-      '--endpoint-reconciler-type=none',
-    ],
-    { logDir: options.logDir },
-  )
-  const t0 = Date.now()
-  await waitReady(
-    child,
-    async () => (await httpGet(`${server}/readyz`, { token: adminToken, insecure: true })).status === 200,
-    options.readyTimeoutMs,
-  )
+  const launch = async (): Promise<void> => {
+    const child = spawnChild(
+      session,
+      'kube-apiserver',
+      options.binary,
+      [
+        `--etcd-servers=${options.etcd}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${port}`,
+        // No --tls-cert-file: the apiserver writes a self-signed CA + serving cert here.
+        `--cert-dir=${certDir}`,
+        '--authorization-mode=RBAC',
+        `--token-auth-file=${tokenFile}`,
+        `--service-account-key-file=${saPub}`,
+        `--service-account-signing-key-file=${saKey}`,
+        `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+        `--api-audiences=${SERVICE_ACCOUNT_ISSUER}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--allow-privileged=true',
+        '--profiling=false',
+        // Endpoints may not hold a loopback address: publishing our advertise address
+        // for the `kubernetes` Service would only log errors every few seconds.
+        '--endpoint-reconciler-type=none',
+      ],
+      { logDir: options.logDir },
+    )
+    const t0 = Date.now()
+    await waitReady(
+      child,
+      async () => (await httpGet(`${server}/readyz`, { token: adminToken, insecure: true })).status === 200,
+      options.readyTimeoutMs,
+    )
+    options.log(`kube-apiserver ready on ${server} in ${formatMs(Date.now() - t0)}`)
+  }
+  // The serving certificate stays in cert-dir, so a restarted apiserver keeps it (and the kubeconfig stays valid).
+  session.relaunch['kube-apiserver'] = launch
+  await launch()
   const caData = (await readFile(join(certDir, 'apiserver.crt'))).toString('base64')
-  options.log(`kube-apiserver ready on ${server} in ${formatMs(Date.now() - t0)}`)
   return { server, adminToken, caData }
 }
 
@@ -565,38 +598,43 @@ async function startControllers(
     // Default 30s: how long a HelmRelease waits before re-checking a chart that is not ready.
     '--requeue-dependency=2s',
   ]
-  const source = spawnChild(
-    session,
-    'source-controller',
-    need(options.binaries, 'source-controller'),
-    [
-      ...common,
-      `--storage-path=${await controllerDir(session, 'source-controller', 'storage')}`,
-      `--storage-addr=127.0.0.1:${ports.sourceStorage}`,
-      `--storage-adv-addr=127.0.0.1:${ports.sourceStorage}`,
-      `--metrics-addr=127.0.0.1:${ports.sourceMetrics}`,
-      `--health-addr=127.0.0.1:${ports.sourceHealth}`,
-    ],
-    { logDir: options.logDir, env: await controllerEnv(session, 'source-controller', options.kubeconfigPath) },
-  )
-  const helm = spawnChild(
-    session,
-    'helm-controller',
-    need(options.binaries, 'helm-controller'),
-    [
-      ...common,
-      `--metrics-addr=127.0.0.1:${ports.helmMetrics}`,
-      `--health-addr=127.0.0.1:${ports.helmHealth}`,
-      // Default 600s: a stop should not wait for an in-flight Helm action.
-      '--graceful-shutdown-timeout=5s',
-    ],
-    { logDir: options.logDir, env: await controllerEnv(session, 'helm-controller', options.kubeconfigPath) },
-  )
+  const launchSource = async (): Promise<void> => {
+    const source = spawnChild(
+      session,
+      'source-controller',
+      need(options.binaries, 'source-controller'),
+      [
+        ...common,
+        `--storage-path=${await controllerDir(session, 'source-controller', 'storage')}`,
+        `--storage-addr=127.0.0.1:${ports.sourceStorage}`,
+        `--storage-adv-addr=127.0.0.1:${ports.sourceStorage}`,
+        `--metrics-addr=127.0.0.1:${ports.sourceMetrics}`,
+        `--health-addr=127.0.0.1:${ports.sourceHealth}`,
+      ],
+      { logDir: options.logDir, env: await controllerEnv(session, 'source-controller', options.kubeconfigPath) },
+    )
+    await waitReady(source, async () => (await httpGet(`http://127.0.0.1:${ports.sourceHealth}/readyz`)).status === 200, options.readyTimeoutMs)
+  }
+  const launchHelm = async (): Promise<void> => {
+    const helm = spawnChild(
+      session,
+      'helm-controller',
+      need(options.binaries, 'helm-controller'),
+      [
+        ...common,
+        `--metrics-addr=127.0.0.1:${ports.helmMetrics}`,
+        `--health-addr=127.0.0.1:${ports.helmHealth}`,
+        // Default 600s: a stop should not wait for an in-flight Helm action.
+        '--graceful-shutdown-timeout=5s',
+      ],
+      { logDir: options.logDir, env: await controllerEnv(session, 'helm-controller', options.kubeconfigPath) },
+    )
+    await waitReady(helm, async () => (await httpGet(`http://127.0.0.1:${ports.helmHealth}/readyz`)).status === 200, options.readyTimeoutMs)
+  }
+  session.relaunch['source-controller'] = launchSource
+  session.relaunch['helm-controller'] = launchHelm
   const t0 = Date.now()
-  await Promise.all([
-    waitReady(source, async () => (await httpGet(`http://127.0.0.1:${ports.sourceHealth}/readyz`)).status === 200, options.readyTimeoutMs),
-    waitReady(helm, async () => (await httpGet(`http://127.0.0.1:${ports.helmHealth}/readyz`)).status === 200, options.readyTimeoutMs),
-  ])
+  await Promise.all([launchSource(), launchHelm()])
   options.log(`source-controller and helm-controller ready in ${formatMs(Date.now() - t0)}`)
 }
 
@@ -630,6 +668,24 @@ async function stopSession(session: Session, chartServer: ChartServer | undefine
   sessions.delete(session)
   if (session.temporary && !options.keepLogs) await rm(session.dir, { recursive: true, force: true })
   else await rm(session.dataDir, { recursive: true, force: true })
+}
+
+async function stopComponent(session: Session, name: BinaryName, options: { kill?: boolean } = {}): Promise<void> {
+  const child = session.children.find((c) => c.name === name)
+  if (child === undefined) throw new Error(`${name} is not part of this cluster`)
+  if (options.kill && !child.exit) {
+    child.process.kill('SIGKILL')
+    await child.exited
+  }
+  await stopChild(child)
+}
+
+async function startComponent(session: Session, name: BinaryName): Promise<void> {
+  const child = session.children.find((c) => c.name === name)
+  const launch = session.relaunch[name]
+  if (child === undefined || launch === undefined) throw new Error(`${name} is not part of this cluster`)
+  if (!child.exit) throw new Error(`${name} is still running; stop it first`)
+  await launch()
 }
 
 async function stopChild(child: Child): Promise<void> {
