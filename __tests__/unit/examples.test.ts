@@ -225,14 +225,17 @@ describe.each(FILES)('%s', (file) => {
     }
   })
 
-  it('gives our action a cluster, unless the workflow only plans pull requests', () => {
+  it('gives our action a cluster, unless the workflow only plans pull requests or lints from git', () => {
     const workflow = readYaml(path)
     const planOnly = eventsOf(workflow).every((e) => e === 'pull_request' || e === 'pull_request_target')
     if (planOnly) return
     for (const [id, job] of jobsOf(workflow)) {
       const steps = stepsOf(job)
       steps.forEach((step, i) => {
-        if (!isOurAction(step['uses']) || record(step['with'])['kubeconfig'] !== undefined) return
+        const inputs = record(step['with'])
+        if (!isOurAction(step['uses']) || inputs['kubeconfig'] !== undefined) return
+        // discover with from-git reads the repository alone.
+        if (inputs['mode'] === 'discover' && String(inputs['from-git']) === 'true') return
         const before = steps.slice(0, i)
         const produced = before.some((s) => KUBECONFIG_PRODUCERS.test(String(s['uses'] ?? '')) || /KUBECONFIG=.*GITHUB_ENV/s.test(String(s['run'] ?? '')))
         const runnerOwn = typeof job['runs-on'] !== 'string' || job['runs-on'].includes('${{') || job['runs-on'].includes('self-hosted')
