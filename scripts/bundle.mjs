@@ -1,7 +1,10 @@
 // Builds dist/index.js (the action) and dist/cli.js (the CLI): one ESM file each, every
 // dependency inlined, reproducible (no timestamps, no absolute paths), so a test can check
 // that the committed dist/ equals a fresh build.
+// The bundles inline third-party code, so dist/THIRD-PARTY-NOTICES.txt carries the licence
+// of every package that ends up in them.
 // Usage: node scripts/bundle.mjs [outdir]   (default dist)
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 
@@ -21,10 +24,34 @@ const shared = {
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 }
 
-await build({ ...shared, entryPoints: ['src/index.ts'], outfile: join(outdir, 'index.js') })
-await build({
+const action = await build({ ...shared, metafile: true, entryPoints: ['src/index.ts'], outfile: join(outdir, 'index.js') })
+const cli = await build({
   ...shared,
+  metafile: true,
   entryPoints: ['src/cli-entry.ts'],
   outfile: join(outdir, 'cli.js'),
   banner: { js: `#!/usr/bin/env node\n${shared.banner.js}` },
 })
+
+writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile]))
+
+/** One section per bundled package (name, version, licence text), sorted, reproducible. */
+function notices(metafiles) {
+  const dirs = new Set()
+  for (const metafile of metafiles) {
+    for (const input of Object.keys(metafile.inputs)) {
+      const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input)
+      if (match) dirs.add(match[1])
+    }
+  }
+  const sections = [...dirs].map((dir) => {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+    const file = existsSync(dir) ? readdirSync(dir).find((f) => /^(licen[cs]e|copying)(\.(md|txt))?$/i.test(f)) : undefined
+    const text = file ? readFileSync(join(dir, file), 'utf8').trim() : `License: ${pkg.license ?? 'see the package'}`
+    return { key: `${pkg.name}@${pkg.version}`, text }
+  })
+  const unique = new Map(sections.map((s) => [s.key, s.text]))
+  const keys = [...unique.keys()].sort()
+  const header = 'helmrelease-trigger bundles the following packages. Their licences follow.\n'
+  return `${header}\n${keys.map((k) => `${'='.repeat(72)}\n${k}\n${'='.repeat(72)}\n${unique.get(k)}\n`).join('\n')}`
+}
