@@ -10,25 +10,13 @@ import { runAction } from '../test/support/action.ts'
 import { startCluster } from '../test/support/cluster.ts'
 import { HELM_RELEASE, HELM_REPOSITORY, helmRelease, helmRepository, isReady, type FluxObject } from '../test/support/flux.ts'
 import { waitFor } from '../test/support/kube.ts'
+import { triggerConfigMap } from '../test/support/manifests.ts'
 import { createRepo } from '../test/support/repo.ts'
 
 const NS = 'demo'
 
-const configMap = (greeting: string): string => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: podinfo-values
-  namespace: ${NS}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: podinfo
-    nebius.ai/helmreleases-namespace: ${NS}
-data:
-  values.yaml: |
-    greeting: ${greeting}
-    replicas: 2
-`
+// A ConfigMap labelled to trigger the podinfo HelmRelease, as a user commits it.
+const configMap = (greeting: string): string => triggerConfigMap({ name: 'podinfo-values', namespace: NS, releases: 'podinfo', values: `greeting: ${greeting}\nreplicas: 2` })
 
 function step(text: string): void {
   process.stdout.write(`\n▶ ${text}\n`)

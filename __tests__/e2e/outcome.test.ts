@@ -6,28 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
 
 const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
 
 function configMapManifest(namespace: string, values: string, extra = ''): string {
-  return `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-values
-  namespace: ${namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: app
-    nebius.ai/helmreleases-namespace: ${namespace}
-data:
-  values.yaml: |
-${values
-  .split('\n')
-  .map((l) => `    ${l}`)
-  .join('\n')}${extra}
-`
+  return `${triggerConfigMap({ name: 'app-values', namespace, releases: 'app', values }).replace(/\n$/, '')}${extra}\n`
 }
 
 function helmReleaseManifest(namespace: string, interval = '1h'): string {

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { main, parseArgs, type CliIo } from '../../src/cli.ts'
 import { ConfigurationError } from '../../src/errors.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
 
 // Real git processes: generous limits for a busy machine.
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 })
@@ -40,20 +41,7 @@ async function commit(dir: string, files: Readonly<Record<string, string>>, mess
   return git(dir, 'rev-parse', 'HEAD')
 }
 
-const configMap = (replicas: number): string => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-values
-  namespace: apps
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: app
-    nebius.ai/helmreleases-namespace: apps
-data:
-  values.yaml: |
-    replicas: ${replicas}
-`
+const configMap = (replicas: number): string => triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${replicas}` })
 
 /** An io that records what is printed; env and cwd never come from the real process. */
 function recordingIo(cwd = '/nonexistent-cwd'): CliIo & { readonly stdout: () => string; readonly stderr: () => string } {

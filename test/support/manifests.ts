@@ -1,0 +1,39 @@
+// Manifests the tests, the demo and the benchmarks commit to their repositories, written
+// the way a user writes them (plain YAML text), from one builder so they cannot drift apart.
+
+export interface TriggerSourceOptions {
+  readonly name: string
+  readonly namespace: string
+  /** The `<prefix>/helmreleases-name` annotation as written, e.g. "app" or "frontend, backend". */
+  readonly releases: string
+  /** The `<prefix>/helmreleases-namespace` annotation; default: the source's namespace. */
+  readonly releaseNamespace?: string
+  /**
+   * The `values.yaml` key's content. It is the document's last block, so a test can append
+   * indented lines (`  other: x`) to add keys after it.
+   */
+  readonly values: string
+}
+
+/** A ConfigMap labelled and annotated to trigger HelmReleases, with the default prefix. */
+export function triggerConfigMap(o: TriggerSourceOptions): string {
+  const values = o.values
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n')
+  return `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${o.name}
+  namespace: ${o.namespace}
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: ${o.releases}
+    nebius.ai/helmreleases-namespace: ${o.releaseNamespace ?? o.namespace}
+data:
+  values.yaml: |
+${values}
+`
+}
