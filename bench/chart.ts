@@ -32,7 +32,7 @@ interface Panel {
 const WIDTH = 1060
 const HEIGHT = 500
 const PANEL = { width: 430, height: 300, top: 84, left: [80, 600] as const }
-const COLORS = { ours: '#1f6feb', ours50: '#8250df', raw: '#2da44e', raw50: '#7ee2a8', kubectl: '#cf222e', baseline: '#2da44e', experiment: '#bf8700' }
+const COLORS = { ours: '#1f6feb', ours50: '#8250df', raw: '#2da44e', raw50: '#7ee2a8', kubectl: '#cf222e', baseline: '#2da44e', patched: '#bf8700' }
 
 export function renderChart(results: Results): string {
   const panels = [planPanel(results), fanoutPanel(results)]
@@ -86,10 +86,10 @@ function fanoutPanel(results: Results): Panel {
       points: rows.flatMap((r) => (r.baselines.kubectl === undefined ? [] : [{ x: r.releases, y: r.baselines.kubectl.throughput.value }])),
     },
     {
-      label: 'ours, 1 connection (exp.), conc. 10',
-      color: COLORS.experiment,
+      label: 'ours, all patched, conc. 10',
+      color: COLORS.patched,
       dashed: true,
-      points: at(10).flatMap((r) => (r.oursSharedConnection === undefined ? [] : [{ x: r.releases, y: r.oursSharedConnection.throughput.value }])),
+      points: at(10).map((r) => ({ x: r.releases, y: r.releases / (r.ours.patched.value / 1000) })),
     },
   ]
   return {

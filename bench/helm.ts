@@ -365,7 +365,7 @@ function summarize(rows: readonly HelmRow[], cluster: LocalCluster): ScenarioRes
     ...(action?.detail === undefined
       ? []
       : [
-          `Our added overhead over the floor: ${ms(action.median.value - floor)} median. Of it, ConfigMap update → our requestedAt patch (the wait-for-apply poll lag, backoff 250 ms → 2 s): ${ms(action.detail.applyToPatch.median.value)} median, ${ms(action.detail.applyToPatch.p95.value)} p95. The ConfigMap was applied ${action.detail.applyDelays.map((d) => ms(d.value)).join(', ')} after the action started.`,
+          `Our added overhead over the floor: ${ms(action.median.value - floor)} median. Of it, ConfigMap update → our requestedAt patch (the wait-for-apply poll lag, a poll every 200 ms, or the action still starting when the apply is early): ${ms(action.detail.applyToPatch.median.value)} median, ${ms(action.detail.applyToPatch.p95.value)} p95. The ConfigMap was applied ${action.detail.applyDelays.map((d) => ms(d.value)).join(', ')} after the action started.`,
           `The action process (start → exit, including waiting for helm-controller's outcome): ${ms(action.detail.processWall.median.value)} median; peak RSS ${action.detail.peakRss.value.toFixed(0)} MiB.`,
         ]),
   ]

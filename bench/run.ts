@@ -3,7 +3,10 @@
 // scenario also writes bench/scaling.svg.
 //
 //   --quick             the subset
-//   --only=plan,fanout  some scenarios only (plan, fanout, helm)
+//   --only=plan,fanout  some scenarios only (see SCENARIOS)
+//
+// A new scenario is a module returning a ScenarioResult, one entry in SCENARIOS and its
+// sizes in both profiles.
 
 import { execFileSync } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
@@ -11,42 +14,73 @@ import { cpus, loadavg, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { writeChart } from './chart.ts'
+import { discoverScenario, type DiscoverRow } from './discover.ts'
 import { fanoutScenario, type FanoutRow } from './fanout.ts'
 import { helmScenario, type HelmRow } from './helm.ts'
 import { fig, formatTable, now, round, yes, type Figure, type ScenarioResult, type Target } from './lib.ts'
 import { planScenario, type PlanRow } from './plan.ts'
+import { startScenario, type StartRow } from './start.ts'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 export const RESULTS_PATH = join(BENCH_DIR, 'results.json')
 export const CHART_PATH = join(BENCH_DIR, 'scaling.svg')
 
-const SCENARIOS = ['plan', 'fanout', 'helm'] as const
-type ScenarioName = (typeof SCENARIOS)[number]
+/** The rows each scenario reports, by name. */
+interface ScenarioRows {
+  plan: PlanRow
+  fanout: FanoutRow
+  helm: HelmRow
+  discover: DiscoverRow
+  start: StartRow
+}
+type ScenarioName = keyof ScenarioRows
 
 interface Profile {
+  /** What a run without --only runs. */
+  readonly scenarios: readonly ScenarioName[]
   readonly plan: { readonly sizes: readonly number[]; readonly reps: number; readonly breakdown: boolean }
   readonly fanout: {
     readonly sizes: readonly number[]
     readonly concurrencies: readonly number[]
     readonly reps: number
     readonly kubectlSizes: readonly number[]
-    readonly experiment: boolean
   }
   readonly helm: { readonly changes: number }
+  readonly discover: { readonly sizes: readonly number[] }
+  readonly start: { readonly samples: number }
 }
 
 const FULL: Profile = {
+  scenarios: ['plan', 'fanout', 'helm', 'discover', 'start'],
   plan: { sizes: [100, 1_000, 5_000, 10_000], reps: 3, breakdown: true },
-  fanout: { sizes: [10, 100, 1_000, 5_000], concurrencies: [10, 50], reps: 3, kubectlSizes: [10, 100], experiment: true },
+  fanout: { sizes: [10, 100, 1_000, 5_000], concurrencies: [10, 50], reps: 3, kubectlSizes: [10, 100] },
   helm: { changes: 15 },
+  discover: { sizes: [1_000, 10_000] },
+  start: { samples: 10 },
 }
 
-// Fan-out stops at 100 releases here: at 1,000 our trigger alone takes ~30 s today (see BENCHMARKS.md).
+// Fan-out stops at 100 releases here, and discover runs only when asked for (--only), to stay
+// within a minute.
 const QUICK: Profile = {
+  scenarios: ['plan', 'fanout', 'helm', 'start'],
   plan: { sizes: [100, 1_000], reps: 1, breakdown: false },
-  fanout: { sizes: [10, 100], concurrencies: [10], reps: 1, kubectlSizes: [10], experiment: false },
+  fanout: { sizes: [10, 100], concurrencies: [10], reps: 1, kubectlSizes: [10] },
   helm: { changes: 5 },
+  discover: { sizes: [1_000] },
+  start: { samples: 3 },
 }
+
+type Log = (line: string) => void
+
+/** Every scenario, in the order a run takes them: how it runs with its part of the profile. */
+const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) => Promise<ScenarioResult<ScenarioRows[N]>> } = {
+  plan: (profile, log) => planScenario({ ...profile.plan, log }),
+  fanout: (profile, log) => fanoutScenario({ ...profile.fanout, log }),
+  helm: (profile, log) => helmScenario({ ...profile.helm, log }),
+  discover: (profile, log) => discoverScenario({ ...profile.discover, log }),
+  start: (profile, log) => startScenario({ ...profile.start, log }),
+}
+const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'discover', 'start']
 
 interface Args {
   readonly quick: boolean
@@ -55,18 +89,18 @@ interface Args {
 
 function parseArgs(argv: readonly string[]): Args {
   let quick = false
-  let only: readonly ScenarioName[] = SCENARIOS
+  let only: readonly ScenarioName[] | undefined
   for (const arg of argv) {
     if (arg === '--quick') quick = true
     else if (arg.startsWith('--only=')) only = arg.slice('--only='.length).split(',').map(scenarioName)
-    else throw new Error(`unknown argument '${arg}'; use --quick and/or --only=${SCENARIOS.join(',')}`)
+    else throw new Error(`unknown argument '${arg}'; use --quick and/or --only=${NAMES.join(',')}`)
   }
-  return { quick, only }
+  return { quick, only: only ?? (quick ? QUICK : FULL).scenarios }
 }
 
 function scenarioName(value: string): ScenarioName {
-  const found = SCENARIOS.find((s) => s === value.trim())
-  if (found === undefined) throw new Error(`unknown scenario '${value}'; one of ${SCENARIOS.join(', ')}`)
+  const found = NAMES.find((s) => s === value.trim())
+  if (found === undefined) throw new Error(`unknown scenario '${value}'; one of ${NAMES.join(', ')}`)
   return found
 }
 
@@ -74,21 +108,13 @@ function log(line: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
 }
 
-interface Scenarios {
-  plan?: ScenarioResult<PlanRow>
-  fanout?: ScenarioResult<FanoutRow>
-  helm?: ScenarioResult<HelmRow>
-}
+type Scenarios = { [N in ScenarioName]?: ScenarioResult<ScenarioRows[N]> }
 
-async function runScenario(name: ScenarioName, profile: Profile, into: Scenarios): Promise<ScenarioResult> {
-  switch (name) {
-    case 'plan':
-      return (into.plan = await planScenario({ ...profile.plan, log }))
-    case 'fanout':
-      return (into.fanout = await fanoutScenario({ ...profile.fanout, log }))
-    case 'helm':
-      return (into.helm = await helmScenario({ ...profile.helm, log }))
-  }
+async function runScenario<N extends ScenarioName>(name: N, profile: Profile, into: Scenarios): Promise<ScenarioResult> {
+  const result = await SCENARIOS[name](profile, log)
+  // SCENARIOS ties each name to its rows' type; TypeScript cannot follow that through `into[name]`.
+  Object.assign(into, { [name]: result })
+  return result
 }
 
 function version(command: string, args: readonly string[]): string {
@@ -195,7 +221,7 @@ async function main(): Promise<void> {
   }
   await writeFile(RESULTS_PATH, `${JSON.stringify(results, null, 2)}\n`)
   // The committed chart is a full run's: a quick or partial run leaves it alone.
-  const charted = !args.quick && args.only.length === SCENARIOS.length
+  const charted = !args.quick && args.only.length === NAMES.length
   if (charted) await writeChart(results, CHART_PATH)
   process.stdout.write(
     `\n## Targets\n\n${formatTable(

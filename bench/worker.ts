@@ -5,9 +5,10 @@
 
 import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
-import { KubeConfig } from '@kubernetes/client-node'
 import { connect } from '../src/connect.ts'
+import { runDiscover } from '../src/discover.ts'
 import { createGitReader } from '../src/git.ts'
+import { parseInParallel } from '../src/parse-pool.ts'
 import { pathFilter, planChanges } from '../src/plan.ts'
 import { parseSettings, type Settings } from '../src/settings.ts'
 import { preparePlan, runTrigger, systemClock, type Logger, type RunContext } from '../src/trigger.ts'
@@ -28,19 +29,20 @@ export interface FanoutJob {
   readonly concurrency: number
   /** Consecutive commits: run i triggers ranges[i].base..ranges[i].head. */
   readonly ranges: readonly { readonly base: string; readonly head: string }[]
-  /**
-   * Experiment, not the shipped code: make client-node reuse its first undici dispatcher
-   * (so its connections) instead of creating one per request, to measure what fixing
-   * connection reuse in src/kube/cluster.ts would give.
-   */
-  readonly shareDispatcher: boolean
 }
 
-export type Job = PlanJob | FanoutJob
+export interface DiscoverJob {
+  readonly kind: 'discover'
+  readonly kubeconfigPath: string
+  /** Runs one after another in this process (the first labels, later ones find nothing to change). */
+  readonly runs: number
+}
+
+export type Job = PlanJob | FanoutJob | DiscoverJob
 
 export interface PlanRun {
   readonly wallMs: number
-  /** With breakdown: changedFiles + headFiles (in parallel, as preparePlan runs them), then planChanges. */
+  /** With breakdown: changedFiles + headFiles (in parallel, as preparePlan runs them), then the parse (on threads when large) and planChanges. */
   readonly gitMs?: number
   readonly planMs?: number
   readonly sources: number
@@ -50,6 +52,8 @@ export interface PlanRun {
 
 export interface FanoutRun {
   readonly wallMs: number
+  /** From the start to the answer of the last PATCH: every release triggered (Events may still be written). */
+  readonly patchedMs: number
   readonly triggered: number
   readonly other: Readonly<Record<string, number>>
   readonly requests: number
@@ -57,8 +61,19 @@ export interface FanoutRun {
   readonly warnings: number
 }
 
+export interface DiscoverRun {
+  readonly wallMs: number
+  readonly releases: number
+  readonly labelled: number
+  readonly findings: number
+  readonly requests: number
+  /** By HTTP method, e.g. GET, PATCH. */
+  readonly requestsByMethod: Readonly<Record<string, number>>
+  readonly connections: number
+}
+
 export interface WorkerOutput {
-  readonly runs: readonly (PlanRun | FanoutRun)[]
+  readonly runs: readonly (PlanRun | FanoutRun | DiscoverRun)[]
   /** Peak resident set size of this process, KiB (getrusage ru_maxrss). */
   readonly maxRssKiB: number
   /** The same before any work: Node plus our modules and client-node, loaded unbundled. */
@@ -101,34 +116,43 @@ async function planBreakdown(job: PlanJob, settings: Settings): Promise<PlanRun>
     discover: settings.discover,
     paths: settings.paths,
   }
-  const plan = planChanges({ changes, headFiles, fullSync: false, options })
+  // As preparePlan does it: a large commit's files parsed on threads first.
+  const input = { changes, headFiles, fullSync: false, options }
+  const plan = planChanges({ ...input, parsed: await parseInParallel(input) })
   const t2 = performance.now()
   return { wallMs: t2 - t0, gitMs: t1 - t0, planMs: t2 - t1, sources: plan.sources.length, releases: plan.releases.length, problems: plan.problems.length }
 }
 
+interface Traffic {
+  requests: number
+  connections: number
+  byMethod: Record<string, number>
+  /** performance.now() of the last PATCH answer. */
+  lastPatchAt: number
+}
+
 /** Counts the HTTP requests and new connections client-node's undici makes. */
-function countTraffic(): { requests: number; connections: number } {
-  const counts = { requests: 0, connections: 0 }
-  subscribe('undici:request:create', () => counts.requests++)
+function countTraffic(): Traffic {
+  const counts: Traffic = { requests: 0, connections: 0, byMethod: {}, lastPatchAt: 0 }
+  subscribe('undici:request:create', (message) => {
+    counts.requests++
+    const method = methodOf(message)
+    counts.byMethod[method] = (counts.byMethod[method] ?? 0) + 1
+  })
+  subscribe('undici:request:headers', (message) => {
+    if (methodOf(message) === 'PATCH') counts.lastPatchAt = performance.now()
+  })
   subscribe('undici:client:connected', () => counts.connections++)
   return counts
 }
 
-type DispatcherFactory = (this: KubeConfig, ...args: unknown[]) => unknown
-
-/** client-node 2.0.1 builds a new undici Agent (a new TLS connection) in every request's auth step; keep the first. */
-function shareDispatchers(): void {
-  const prototype = KubeConfig.prototype as unknown as { createDispatcher: DispatcherFactory }
-  const original = prototype.createDispatcher
-  const shared = new WeakMap<KubeConfig, unknown>()
-  prototype.createDispatcher = function (this: KubeConfig, ...args: unknown[]): unknown {
-    if (!shared.has(this)) shared.set(this, original.apply(this, args))
-    return shared.get(this)
-  }
+function methodOf(message: unknown): string {
+  const request = typeof message === 'object' && message !== null && 'request' in message ? message.request : undefined
+  const method = typeof request === 'object' && request !== null && 'method' in request ? request.method : undefined
+  return typeof method === 'string' ? method : 'unknown'
 }
 
 async function fanoutJob(job: FanoutJob): Promise<FanoutRun[]> {
-  if (job.shareDispatcher) shareDispatchers()
   const traffic = countTraffic()
   const kubeconfig = readFileSync(job.kubeconfigPath, 'utf8')
   const runs: FanoutRun[] = []
@@ -160,7 +184,47 @@ async function fanoutJob(job: FanoutJob): Promise<FanoutRun[]> {
     const byStatus: Record<string, number> = {}
     for (const r of report.results) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1
     const { Triggered: triggered = 0, ...other } = byStatus
-    runs.push({ wallMs, triggered, other, requests: traffic.requests - before.requests, connections: traffic.connections - before.connections, warnings })
+    const patchedMs = traffic.lastPatchAt > t0 ? traffic.lastPatchAt - t0 : wallMs
+    runs.push({
+      wallMs,
+      patchedMs,
+      triggered,
+      other,
+      requests: traffic.requests - before.requests,
+      connections: traffic.connections - before.connections,
+      warnings,
+    })
+  }
+  return runs
+}
+
+/** `discover` over every namespace, as the CLI and the action run it. */
+async function discoverJob(job: DiscoverJob): Promise<DiscoverRun[]> {
+  const traffic = countTraffic()
+  const kubeconfig = readFileSync(job.kubeconfigPath, 'utf8')
+  const settings = parseSettings(inputs({ mode: 'discover', kubeconfig, timeout: '5m' }))
+  const runs: DiscoverRun[] = []
+  for (let i = 0; i < job.runs; i++) {
+    const before = { ...traffic, byMethod: { ...traffic.byMethod } }
+    const t0 = performance.now()
+    const report = await runDiscover(settings, '', {
+      git: async () => {
+        throw new Error('discover in the cluster reads no repository')
+      },
+      connect: async () => connect(settings, { env: {}, mask: () => {} }),
+      log: { info: () => {}, warning: () => {} },
+    })
+    const wallMs = performance.now() - t0
+    const requestsByMethod = Object.fromEntries(Object.entries(traffic.byMethod).map(([m, n]) => [m, n - (before.byMethod[m] ?? 0)]))
+    runs.push({
+      wallMs,
+      releases: report.releases,
+      labelled: report.labels.filter((l) => l.status === 'done').length,
+      findings: report.findings.length,
+      requests: traffic.requests - before.requests,
+      requestsByMethod,
+      connections: traffic.connections - before.connections,
+    })
   }
   return runs
 }
@@ -168,7 +232,7 @@ async function fanoutJob(job: FanoutJob): Promise<FanoutRun[]> {
 async function main(): Promise<void> {
   const loadedRssKiB = process.resourceUsage().maxRSS
   const job = JSON.parse(process.argv[2] ?? '{}') as Job
-  const runs = job.kind === 'plan' ? await planJob(job) : await fanoutJob(job)
+  const runs = job.kind === 'plan' ? await planJob(job) : job.kind === 'fanout' ? await fanoutJob(job) : await discoverJob(job)
   const output: WorkerOutput = { runs, maxRssKiB: process.resourceUsage().maxRSS, loadedRssKiB }
   process.stdout.write(`${JSON.stringify(output)}\n`)
 }

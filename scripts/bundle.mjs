@@ -1,6 +1,7 @@
-// Builds dist/index.js (the action) and dist/cli.js (the CLI): one ESM file each, every
-// dependency inlined, reproducible (no timestamps, no absolute paths), so a test can check
-// that the committed dist/ equals a fresh build.
+// Builds dist/index.js (the action), dist/cli.js (the CLI) and dist/parse-worker.js (their
+// plan's parse threads): one ESM file each, every dependency inlined, reproducible (no
+// timestamps, no absolute paths), so a test can check that the committed dist/ equals a
+// fresh build.
 // The bundles inline third-party code, so dist/THIRD-PARTY-NOTICES.txt carries the licence
 // of every package that ends up in them.
 // Usage: node scripts/bundle.mjs [outdir]   (default dist)
@@ -33,7 +34,10 @@ const cli = await build({
   banner: { js: `#!/usr/bin/env node\n${shared.banner.js}` },
 })
 
-writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile]))
+// The plan's parse threads (src/parse-pool.ts) load it from next to index.js and cli.js.
+const parseWorker = await build({ ...shared, metafile: true, entryPoints: ['src/parse-worker.ts'], outfile: join(outdir, 'parse-worker.js') })
+
+writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile, parseWorker.metafile]))
 
 /** One section per bundled package (name, version, licence text), sorted, reproducible. */
 function notices(metafiles) {

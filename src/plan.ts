@@ -43,6 +43,12 @@ export interface PlanInput {
   /** Plan every labelled source at head, changed or not. */
   readonly fullSync: boolean
   readonly options: PlanOptions
+  /**
+   * Files already parsed (with manifestOptionsOf(options)), by their content object: a large
+   * commit's files are parsed on several threads first (see parse-pool.ts). Any file not in it
+   * is parsed here.
+   */
+  readonly parsed?: ReadonlyMap<FileContent, ManifestFile>
 }
 
 /** Namespace of a document that has none and no kustomization above it says otherwise. */
@@ -238,29 +244,59 @@ interface Files {
   readonly reportable: ReadonlySet<string>
 }
 
+/** The options every manifest of a plan is parsed with. */
+export function manifestOptionsOf(options: PlanOptions): ManifestOptions {
+  return { prefix: options.prefix, defaultNamespace: options.defaultNamespace, semanticDigest: options.semanticDigest }
+}
+
+/** A file's content to parse, with the path it is parsed under. */
+export interface FileToRead {
+  readonly path: string
+  readonly content: FileContent
+}
+
+/** The changed files' contents the plan parses: both sides of each change in scope. */
+export function changedToRead(input: Pick<PlanInput, 'changes' | 'options'>): { readonly head: FileToRead[]; readonly base: FileToRead[] } {
+  const inScope = pathFilter(input.options.paths)
+  const changes = input.changes.filter((change) => inScope(change.path))
+  return {
+    // The changed files' head content is the head file at that path: parse it once.
+    head: changes.flatMap((c) => (c.after === undefined ? [] : [{ path: c.path, content: c.after }])),
+    base: changes.flatMap((c) => (c.before === undefined ? [] : [{ path: c.path, content: c.before }])),
+  }
+}
+
+/**
+ * The unchanged head files the plan parses, given the names of the sources the changed files
+ * define (both sides): kustomizations, and files that may define or read one of those sources.
+ */
+export function unchangedToRead(input: Omit<PlanInput, 'parsed'>, changedNames: ReadonlySet<string>): FileToRead[] {
+  const inScope = pathFilter(input.options.paths)
+  const changedPaths = new Set(input.changes.filter((change) => inScope(change.path)).map((change) => change.path))
+  const relevant = unchangedFilter(input.fullSync ? undefined : changedNames)
+  return input.headFiles.filter((f) => !changedPaths.has(f.path) && (isKustomizationFile(f.path) || (inScope(f.path) && relevant(f.content))))
+}
+
+/** Names of the sources these parsed files define. */
+export function sourceNamesIn(files: Iterable<ManifestFile>): Set<string> {
+  const names = new Set<string>()
+  for (const file of files) for (const source of file.sources) names.add(source.name)
+  return names
+}
+
 function readFiles(input: PlanInput): Files {
   const { options } = input
-  const manifestOptions: ManifestOptions = {
-    prefix: options.prefix,
-    defaultNamespace: options.defaultNamespace,
-    semanticDigest: options.semanticDigest,
-  }
+  const manifestOptions = manifestOptionsOf(options)
   const inScope = pathFilter(options.paths)
-  const parse = (path: string, content: FileContent, changed: boolean): ParsedAt => ({
-    path,
-    parsed: parseManifestFile(path, content, manifestOptions),
+  const parse = (changed: boolean) => (file: FileToRead): ParsedAt => ({
+    path: file.path,
+    parsed: input.parsed?.get(file.content) ?? parseManifestFile(file.path, file.content, manifestOptions),
     changed,
   })
-  const changes = input.changes.filter((change) => inScope(change.path))
-  const changedPaths = new Set(changes.map((change) => change.path))
-
-  // The changed files' head content is the head file at that path: parse it once.
-  const changedHead = changes.flatMap((c) => (c.after === undefined ? [] : [parse(c.path, c.after, true)]))
-  const changedBase = changes.flatMap((c) => (c.before === undefined ? [] : [parse(c.path, c.before, true)]))
-  const relevant = unchangedFilter(input.fullSync ? undefined : namesIn([...changedHead, ...changedBase]))
-  const unchanged = input.headFiles
-    .filter((f) => !changedPaths.has(f.path) && (isKustomizationFile(f.path) || (inScope(f.path) && relevant(f.content))))
-    .map((f) => parse(f.path, f.content, false))
+  const toRead = changedToRead(input)
+  const changedHead = toRead.head.map(parse(true))
+  const changedBase = toRead.base.map(parse(true))
+  const unchanged = unchangedToRead(input, sourceNamesIn([...changedHead, ...changedBase].map((f) => f.parsed))).map(parse(false))
   const unchangedInScope = unchanged.filter((f) => inScope(f.path))
   const head = byPath([...changedHead, ...unchangedInScope])
   const reportable = new Set(input.fullSync ? head.map((f) => f.path) : changedHead.map((f) => f.path))
@@ -297,10 +333,6 @@ function unchangedFilter(changedNames: ReadonlySet<string> | undefined): (conten
     for (const [token] of bytes.toString('utf8').matchAll(NAME_TOKEN)) if (changedNames.has(token)) return true
     return false
   }
-}
-
-function namesIn(files: readonly ParsedAt[]): Set<string> {
-  return new Set(files.flatMap((file) => file.parsed.sources.map((source) => source.name)))
 }
 
 function byPath(files: readonly ParsedAt[]): ParsedAt[] {

@@ -14,7 +14,7 @@ beforeAll(() => {
 afterAll(() => rmSync(fresh, { recursive: true, force: true }))
 
 describe('dist/', () => {
-  it.each(['index.js', 'cli.js', 'THIRD-PARTY-NOTICES.txt'])('%s equals a fresh bundle (run npm run bundle and commit dist/)', (file) => {
+  it.each(['index.js', 'cli.js', 'parse-worker.js', 'THIRD-PARTY-NOTICES.txt'])('%s equals a fresh bundle (run npm run bundle and commit dist/)', (file) => {
     const committed = readFileSync(join(root, 'dist', file), 'utf8')
     const rebuilt = readFileSync(join(fresh, file), 'utf8')
     expect(committed.length).toBe(rebuilt.length)

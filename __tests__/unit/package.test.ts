@@ -18,7 +18,7 @@ describe('the npm package', () => {
     const packed: unknown = JSON.parse(npm(['pack', '--json', '--pack-destination', scratch], root))
     const [info] = packed as { filename: string; files: { path: string }[] }[]
     const files = (info?.files ?? []).map((f) => f.path).sort()
-    expect(files).toEqual(['LICENSE', 'README.md', 'action.yml', 'dist/THIRD-PARTY-NOTICES.txt', 'dist/cli.js', 'dist/index.js', 'package.json'])
+    expect(files).toEqual(['LICENSE', 'README.md', 'action.yml', 'dist/THIRD-PARTY-NOTICES.txt', 'dist/cli.js', 'dist/index.js', 'dist/parse-worker.js', 'package.json'])
 
     const app = join(scratch, 'app')
     mkdirSync(app)

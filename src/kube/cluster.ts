@@ -2,7 +2,8 @@
 // unit tests) and its implementation over @kubernetes/client-node. Every call is bounded
 // in time, retried when transient, and fails with one sentence naming what and how to fix.
 
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import type { RequestOptions as HttpsOptions } from 'node:https'
 import { hostname } from 'node:os'
 import {
   ApiException,
@@ -16,6 +17,7 @@ import {
   type KubeConfig,
   type KubernetesObject,
   type ObservableMiddleware,
+  type RequestContext,
 } from '@kubernetes/client-node'
 import type { ReleaseRef, SourceKind, SourceRef } from '../model.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
@@ -95,12 +97,13 @@ export function createClusterClient(config: KubeConfig, server: string, options:
   const timeoutMs = options.requestTimeoutMs ?? 30_000
   const retry = options.retry ?? DEFAULT_RETRY
   const pageSize = options.pageSize ?? 500
+  const connections = sharedConnections(config)
 
   /** Bounded, retried, classified. `notFound` turns a missing object into undefined. */
   async function call<T>(request: Request, fn: (o: RequestOptions) => Promise<T>, contentType?: string): Promise<T> {
     return withRetry(async () => {
       try {
-        return await fn(requestOptions(timeoutMs, contentType))
+        return await fn(requestOptions(timeoutMs, contentType, connections, await connections.identity()))
       } catch (error) {
         throw classify(error, request, server)
       }
@@ -256,19 +259,77 @@ export function createClusterClient(config: KubeConfig, server: string, options:
 type RequestOptions = ConfigurationOptions
 
 /**
- * Per-call middleware: a deadline for every request, and the patch content type when given
- * (the generated client would send strategic-merge-patch, which custom resources refuse).
+ * Per-call middleware: a deadline for every request, the patch content type when given (the
+ * generated client would send strategic-merge-patch, which custom resources refuse), and one
+ * shared connection pool. `identity` is the TLS identity read just before client-node built
+ * this request.
  */
-function requestOptions(timeoutMs: number, contentType: string | undefined): RequestOptions {
+function requestOptions(timeoutMs: number, contentType: string | undefined, connections: SharedConnections, identity: string): RequestOptions {
   const middleware: ObservableMiddleware = {
     pre: (context) => {
       context.setSignal(AbortSignal.timeout(timeoutMs))
       if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType)
-      return new Observable(Promise.resolve(context))
+      return new Observable(connections.share(context, identity).then(() => context))
     },
     post: (response) => new Observable(Promise.resolve(response)),
   }
   return { middleware: [middleware], middlewareMergeStrategy: 'append' }
+}
+
+type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>
+
+interface SharedConnections {
+  /** A fingerprint of the TLS material (CA, client certificate and key, server name, verification) the kubeconfig gives now. */
+  identity(): Promise<string>
+  /** Puts the pool of that TLS identity on the request, or keeps the request's own as that pool. */
+  share(context: RequestContext, identityBefore: string): Promise<void>
+}
+
+/**
+ * client-node 2.0.1 builds a new undici Agent in every request's authentication step, so every
+ * request paid a TLS handshake on a connection of its own. One Agent (one keep-alive pool) is
+ * kept per client and set on each request instead. Authentication headers (tokens, exec and
+ * auth-provider credentials) are still applied to every request by client-node; the pool is
+ * replaced when the TLS material changes, e.g. an exec plugin handing out a new client
+ * certificate. A request whose material changed while it was being built keeps its own Agent:
+ * the Agent it carries was then built from material the fingerprint cannot vouch for.
+ */
+function sharedConnections(config: KubeConfig): SharedConnections {
+  let current: { readonly identity: string; readonly dispatcher: Dispatcher } | undefined
+  async function identity(): Promise<string> {
+    const tls: HttpsOptions = {}
+    await config.applyToHTTPSOptions(tls)
+    const hash = createHash('sha256')
+    for (const part of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.servername, tls.rejectUnauthorized]) {
+      const bytes = fingerprintPart(part)
+      hash.update(`${bytes.length}:`).update(bytes)
+    }
+    return hash.digest('hex')
+  }
+  return {
+    identity,
+    async share(context, identityBefore) {
+      const own = context.getDispatcher()
+      // No TLS options at all: undici's global dispatcher is used, and it already pools.
+      if (own === undefined) return
+      const now = await identity()
+      if (now !== identityBefore) return
+      if (current?.identity === now) {
+        context.setDispatcher(current.dispatcher)
+        return
+      }
+      // The old pool is not closed: a request may have just been handed it. Its idle
+      // connections time out on their own.
+      current = { identity: now, dispatcher: own }
+    },
+  }
+}
+
+function fingerprintPart(value: unknown): Buffer {
+  if (value === undefined || value === null) return Buffer.alloc(0)
+  if (Buffer.isBuffer(value)) return value
+  if (Array.isArray(value)) return Buffer.concat(value.map((v) => Buffer.concat([fingerprintPart(v), Buffer.from('\0')])))
+  return Buffer.from(String(value))
 }
 
 function itemsOf(list: unknown): unknown[] {
