@@ -5,7 +5,7 @@ import type { HelmRelease } from './kube/helmrelease.ts'
 import { condition } from './kube/helmrelease.ts'
 import type { ReleasePatch } from './kube/cluster.ts'
 import type { Keys } from './keys.ts'
-import type { PlannedRelease } from './model.ts'
+import type { Digest, PlannedRelease, SourceId } from './model.ts'
 
 export const SkipReason = {
   NotFound: 'NotFound',
@@ -13,6 +13,8 @@ export const SkipReason = {
   UpToDate: 'UpToDate',
   SourceNotApplied: 'SourceNotApplied',
   PlanOnly: 'PlanOnly',
+  /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
+  Superseded: 'Superseded',
 } as const
 export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason]
 
@@ -45,6 +47,32 @@ export function decide(input: DecisionInput): Decision {
   const stalled = isStalled(live)
   const why = input.force && stale.length === 0 ? 'force' : `${stale.map((s) => s.id).join(', ')} changed`
   return { action: 'trigger', force: input.force, reset: input.reset || stalled, why: stalled ? `${why}; release is stalled, resetting its retries` : why }
+}
+
+/**
+ * Re-checked between reading the release and patching it (with that read's resourceVersion):
+ * when a source no longer holds this run's digest, a newer commit's content is live and its
+ * run will trigger (or has triggered) the release. Writing now could put this run's older
+ * digests over the newer ones, so the release is skipped. `live` holds the digest read for
+ * each checked source (undefined: deleted since); sources not in it were not checked.
+ */
+export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId, Digest | undefined>): Decision | undefined {
+  const moved = planned.sources.filter((s) => live.has(s.id) && live.get(s.id) !== s.digest)
+  if (moved.length === 0) return undefined
+  const seen = moved.map((s) => {
+    const now = live.get(s.id)
+    return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${shortDigest(now)}`} (this run: ${shortDigest(s.digest)})`
+  })
+  return { action: 'skip', reason: SkipReason.Superseded, message: `not patched: ${seen.join(', ')}; a newer commit's content is live and its run triggers this release` }
+}
+
+/** requestedAt holds the token we sent: our patch landed, whatever became of its answer. */
+export function patchLanded(live: HelmRelease, token: string, keys: Keys): boolean {
+  return live.annotations[keys.requestedAt] === token
+}
+
+function shortDigest(digest: string): string {
+  return digest.replace(/^sha256:/, '').slice(0, 12)
 }
 
 /** Retries exhausted: helm-controller will not act on a plain requestedAt until reset. */

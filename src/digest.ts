@@ -5,6 +5,7 @@
 
 import { hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
+import { duplicateKeyOffsets } from './yaml-keys.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
 import type { Digest } from './model.ts'
 
@@ -121,7 +122,8 @@ const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   // Warnings would print the value's text to stderr: values may be secrets.
   logLevel: 'error',
   intAsBigInt: true,
-  uniqueKeys: true,
+  // Checked in linear time by duplicateKeyOffsets (the library's check is quadratic).
+  uniqueKeys: false,
   prettyErrors: false,
   customTags: (tags) => tags.filter((tag) => typeof tag === 'string' || tag.format !== 'TIME'),
 }
@@ -141,7 +143,7 @@ function canonicalYaml(text: string): string | null {
   try {
     const docs = parseAllDocuments(text, VALUE_PARSE_OPTIONS)
     const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined
-    if (doc === undefined || doc.errors.length > 0 || doc.warnings.length > 0) return null
+    if (doc === undefined || doc.errors.length > 0 || doc.warnings.length > 0 || duplicateKeyOffsets(doc).length > 0) return null
     if (!isMap(doc.contents) && !isSeq(doc.contents)) return null
     return canonicalJson(doc.toJS({ maxAliasCount: MAX_ALIASES }))
   } catch {

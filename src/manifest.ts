@@ -4,6 +4,7 @@
 
 import { posix } from 'node:path'
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseAllDocuments } from 'yaml'
+import { withUniqueKeys } from './yaml-keys.ts'
 import type { Document } from 'yaml'
 import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
 import type { DigestContent } from './digest.ts'
@@ -76,8 +77,9 @@ export function parseManifestFile(path: string, content: FileContent, options: M
     kustomizationFile: isKustomizationFile(path),
   }
   const lineCounter = new LineCounter()
-  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false, logLevel: 'error' })
-  const results = Array.from(documents, (doc) => readDocument(doc, text, lineCounter, context))
+  // uniqueKeys: false, checked in linear time by withUniqueKeys (the library's check is quadratic).
+  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: false, prettyErrors: false, logLevel: 'error' })
+  const results = Array.from(documents, (doc) => readDocument(withUniqueKeys(doc), text, lineCounter, context))
   const kustomizationNamespace = results.find((r) => r.kustomizationNamespace !== undefined)?.kustomizationNamespace
   return {
     sources: results.flatMap((r) => r.sources),

@@ -61,7 +61,20 @@ interface Found {
   readonly notes: readonly string[]
 }
 
-const PULL_REQUEST_EVENTS: ReadonlySet<string> = new Set(['pull_request', 'pull_request_target'])
+/** Events a pull request starts (a fork's too): their payload carries the pull request. */
+const PULL_REQUEST_EVENTS: ReadonlySet<string> = new Set(['pull_request', 'pull_request_target', 'pull_request_review', 'pull_request_review_comment'])
+
+/**
+ * Why this run must not touch a cluster, or undefined when it may. A pull request is plan
+ * only unless allowed; one whose head repository is not provably the base one (a fork, a
+ * deleted repository, a payload without it) never is, whatever the inputs.
+ */
+export function clusterRefused(eventName: string, event: GitHubEventLike, allowPullRequests: boolean): string | undefined {
+  if (!PULL_REQUEST_EVENTS.has(eventName) && event.pull_request === undefined) return undefined
+  if (event.pull_request?.fromFork !== false) return `${eventName} event from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
+  if (!allowPullRequests) return `${eventName} event: plan only (set allow-pull-requests: true to trigger from pull requests)`
+  return undefined
+}
 
 export async function resolveRange(request: RangeRequest, git: CommitLookup): Promise<Range> {
   const baseInput = nonEmpty(request.inputs.base)

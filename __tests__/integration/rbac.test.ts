@@ -231,7 +231,13 @@ describe('deploy/rbac manifests', () => {
       'core/secrets:create',
       'core/secrets:patch',
     ])
-    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-clusterrole.yaml', 'trigger-role.yaml']) {
+    expect(grants(only(manifests('discover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
+      [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:patch`, 'core/configmaps:get', 'core/configmaps:list', 'core/secrets:get', 'core/secrets:list'].sort(),
+    )
+    expect(grants(only(manifests('recover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
+      [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
+    )
+    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-clusterrole.yaml', 'trigger-role.yaml', 'discover-clusterrole.yaml', 'recover-clusterrole.yaml']) {
       const objects = manifests(file)
       const role = objects.find((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
       const binding = objects.find((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
@@ -458,5 +464,131 @@ describe('the namespaced trigger-role.yaml', () => {
     expect(failed).toMatchObject({ namespace: configNs, name: 'web', reason: 'Forbidden' })
     expect(failed?.message).toContain(`Forbidden: cannot get helmreleases.${HR} web in namespace ${configNs}`)
     expect(await requestedAt(configNs)).toBeUndefined()
+  })
+})
+
+// ---- discover and recover, each with exactly its own role ----------------------------------
+
+const LABEL = 'nebius.ai/helmrelease-trigger-operator'
+
+async function labelOf(namespace: string, name = 'web'): Promise<string | undefined> {
+  return (await cluster.getHelmRelease(namespace, name)).metadata.labels?.[LABEL]
+}
+
+function runMode(mode: 'discover' | 'recover', id: Identity, inputs: Record<string, string>): Promise<ActionRun> {
+  const repo = createRepo()
+  repos.push(repo)
+  const sha = repo.commit('empty')
+  return runAction({ workspace: repo.dir, eventName: 'workflow_dispatch', event: {}, sha, inputs: { mode, kubeconfig: id.kubeconfig, namespaces: id.namespace, wait: 'false', ...inputs } })
+}
+
+/**
+ * An unlabelled release reading a labelled ConfigMap (discover labels it), and a second
+ * labelled ConfigMap naming a release in another namespace (looked up with `get`).
+ */
+async function discoverScenario(prefix: string): Promise<{ namespace: string; other: string }> {
+  const namespace = await cluster.createNamespace(prefix)
+  const other = await cluster.createNamespace(`${prefix}-x`)
+  await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
+  await cluster.applyHelmRelease({ namespace: other, name: 'api', repository: 'absent' })
+  const labelled = (name: string, target: string, targetNamespace: string) => ({
+    metadata: { name, namespace, labels: { [LABEL]: 'true' }, annotations: { 'nebius.ai/helmreleases-name': target, 'nebius.ai/helmreleases-namespace': targetNamespace } },
+    data: { 'values.yaml': 'level: one\n' },
+  })
+  await cluster.core.createNamespacedConfigMap({ namespace, body: labelled('settings', 'web', namespace) })
+  await cluster.core.createNamespacedConfigMap({ namespace, body: labelled('elsewhere', 'api', other) })
+  return { namespace, other }
+}
+
+describe('discover with exactly discover-clusterrole.yaml', () => {
+  const base = (): V1PolicyRule[] => only(manifests('discover-clusterrole.yaml'), 'ClusterRole').rules ?? []
+
+  it('labels the release that uses valuesFrom, with no Forbidden anywhere', async () => {
+    const { namespace } = await discoverScenario('rbac-disc')
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'discover-clusterrole.yaml'))
+    const run = await runMode('discover', id, {})
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(log(run)).not.toContain('Forbidden')
+    expect(await labelOf(namespace)).toBe('true')
+  })
+
+  it.each([
+    ['helmreleases', 'list', 'fails', HR, (ns: string) => `::error::Forbidden: cannot list helmreleases.${HR} in namespace ${ns}.`],
+    ['helmreleases', 'patch', 'fails', HR, (ns: string) => `Forbidden: cannot patch helmreleases.${HR} web in namespace ${ns}.`],
+    ['helmreleases', 'get', 'fails', HR, (_: string, other: string) => `Forbidden: cannot get helmreleases.${HR} api in namespace ${other}.`],
+    ['configmaps', 'list', 'warns', '', (ns: string) => `::warning::Could not list ConfigMaps in ${ns} (Forbidden: cannot list configmaps in namespace ${ns}.`],
+    ['configmaps', 'get', 'warns', '', (ns: string) => `::warning::Could not read ConfigMap/${ns}/settings (Forbidden: cannot get configmaps settings in namespace ${ns}.`],
+    ['secrets', 'list', 'warns', '', (ns: string) => `::warning::Could not list Secrets in ${ns} (Forbidden: cannot list secrets in namespace ${ns}.`],
+  ] as const)('without %s %s: it %s, naming the rule', async (resource, verb, effect, group, expected) => {
+    const { namespace, other } = await discoverScenario(`rbac-disc-no${verb}`)
+    const rules = without(base(), group, resource, verb)
+    expect(grants(rules)).not.toContain(`${group || 'core'}/${resource}:${verb}`)
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'discover-clusterrole.yaml', rules))
+    const run = await runMode('discover', id, {})
+    expect(run.exitCode, log(run)).toBe(effect === 'fails' ? 1 : 0)
+    expect(run.stdout).toContain(expected(namespace, other))
+    expect(run.stdout).toContain(`resources: ["${resource}"], verbs: ["${verb}"]`)
+    // Only a denied list or patch keeps the label from being written.
+    expect(await labelOf(namespace)).toBe(verb === 'patch' || (resource === 'helmreleases' && verb === 'list') ? undefined : 'true')
+  })
+})
+
+describe('recover with exactly recover-clusterrole.yaml', () => {
+  const base = (): V1PolicyRule[] => only(manifests('recover-clusterrole.yaml'), 'ClusterRole').rules ?? []
+
+  /** A release helm-controller has marked Ready=False (its chart source does not exist). */
+  async function failing(prefix: string): Promise<string> {
+    const namespace = await cluster.createNamespace(prefix)
+    await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent' })
+    await cluster.waitFor(async () => (await cluster.getHelmRelease(namespace, 'web')).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ?? false, {
+      timeoutMs: 60_000,
+      message: 'helm-controller to mark the release Ready=False',
+    })
+    return namespace
+  }
+  // Every failure counts as transient here: the role, not the pattern, is under test.
+  const inputs = { 'recover-patterns': '.' }
+
+  it('re-triggers the failed release with requestedAt + resetAt and records the Event', async () => {
+    const namespace = await failing('rbac-rec')
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'recover-clusterrole.yaml'))
+    const run = await runMode('recover', id, inputs)
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(log(run)).not.toContain('Forbidden')
+    expect(outputs(run, 'triggered')).toMatchObject([{ namespace, name: 'web', status: 'Triggered' }])
+    const annotations = (await cluster.getHelmRelease(namespace, 'web')).metadata.annotations ?? {}
+    expect(annotations['reconcile.fluxcd.io/resetAt']).toBe(annotations['reconcile.fluxcd.io/requestedAt'])
+    expect(await events(namespace, 'RecoveryRequested')).toHaveLength(1)
+  })
+
+  it('without list helmreleases: the run fails naming the rule; nothing written', async () => {
+    const namespace = await failing('rbac-rec-nolist')
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'recover-clusterrole.yaml', without(base(), HR, 'helmreleases', 'list')))
+    const run = await runMode('recover', id, inputs)
+    expect(run.exitCode).toBe(1)
+    expect(run.stdout).toContain(`::error::Forbidden: cannot list helmreleases.${HR} in namespace ${namespace}.`)
+    expect(run.stdout).toContain('resources: ["helmreleases"], verbs: ["list"]')
+    expect(await requestedAt(namespace)).toBeUndefined()
+  })
+
+  it('without patch helmreleases: the release fails with Forbidden naming patch; nothing written', async () => {
+    const namespace = await failing('rbac-rec-nopatch')
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'recover-clusterrole.yaml', without(base(), HR, 'helmreleases', 'patch')))
+    const run = await runMode('recover', id, inputs)
+    expect(run.exitCode).toBe(1)
+    const [failed] = outputs(run, 'failed')
+    expect(failed).toMatchObject({ namespace, name: 'web', status: 'Failed', reason: 'Forbidden' })
+    expect(failed?.message).toContain(`Forbidden: cannot patch helmreleases.${HR} web in namespace ${namespace}.`)
+    expect(failed?.message).toContain('verbs: ["patch"]')
+    expect(await requestedAt(namespace)).toBeUndefined()
+  })
+
+  it('without create events: a warning naming the rule; the recovery stands', async () => {
+    const namespace = await failing('rbac-rec-noevents')
+    const id = await identity(namespace, SA, await bindClusterRole(namespace, SA, 'recover-clusterrole.yaml', without(base(), '', 'events', 'create')))
+    const run = await runMode('recover', id, inputs)
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(run.stdout).toContain(`::warning::${namespace}/web: could not record the Event: Forbidden: cannot create events in namespace ${namespace}.`)
+    expect(await requestedAt(namespace)).toBeDefined()
   })
 })

@@ -14,6 +14,8 @@ import { DEFAULT_MAX_BYTES, parseManifestFile, type ManifestOptions } from '../.
 import type { FileContent, FileProblem } from '../../src/model.ts'
 import { parseEvent } from '../../src/range.ts'
 import { KUBECONFIG_ENCODINGS, parseSettings } from '../../src/settings.ts'
+import { runTrigger } from '../../src/trigger.ts'
+import { FakeCluster, FakeClock, FakeGit } from '../../test/support/fakes.ts'
 
 const RUNS = 1_000
 const OPTIONS: ManifestOptions = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true }
@@ -134,7 +136,7 @@ describe('parseManifestFile with malformed input', () => {
       }),
       { numRuns: RUNS * 3 },
     )
-  })
+  }, 60_000)
 
   it(`random bytes (NUL, invalid UTF-8, BOMs) are skipped with a file-level problem, never thrown (${RUNS} cases)`, () => {
     const bytes = fc.oneof(
@@ -149,7 +151,7 @@ describe('parseManifestFile with malformed input', () => {
       }),
       { numRuns: RUNS },
     )
-  })
+  }, 60_000)
 
   it('an alias bomb is rejected with the file and line, in bounded time', () => {
     const levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
@@ -187,6 +189,94 @@ describe('parseManifestFile with malformed input', () => {
     expect(performance.now() - started).toBeLessThan(5_000)
     expect(parsed.problems).toEqual([])
   })
+})
+
+describe('resource bounds beyond aliases', () => {
+  const timed = <T>(fn: () => T): { value: T; ms: number; heapMb: number } => {
+    const heap = process.memoryUsage().heapUsed
+    const started = performance.now()
+    const value = fn()
+    return { value, ms: performance.now() - started, heapMb: (process.memoryUsage().heapUsed - heap) / 2 ** 20 }
+  }
+
+  it('a file of 60,000 short keys parses in bounded time: the duplicate-key check is linear', () => {
+    const keys = Array.from({ length: 60_000 }, (_, i) => `  k${i}: v`).join('\n')
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: wide\n  namespace: apps\ndata:\n${keys}\n`
+    // Sources need the label; wide.yaml is checked for time and problems alone.
+    expect(text.length).toBeLessThan(DEFAULT_MAX_BYTES)
+    const { value, ms, heapMb } = timed(() => parseManifestFile('wide.yaml', file(text), OPTIONS))
+    // About 1 s on a busy CI core; the library's quadratic check took half a minute here.
+    expect(ms).toBeLessThan(20_000)
+    expect(heapMb).toBeLessThan(512)
+    expect(value.problems).toEqual([])
+    // ...and a repeated key among them is still found, at its line.
+    const repeated = parseManifestFile('wide.yaml', file(`${text}  k4711: again\n`), OPTIONS)
+    expect(repeated.problems).toEqual([expect.objectContaining({ severity: 'error', line: 60_007, message: expect.stringMatching(/^invalid YAML: .*unique/) })])
+  }, 60_000)
+
+  it('a values.yaml of 50,000 keys inside one ConfigMap value is digested in bounded time', () => {
+    const inner = Array.from({ length: 50_000 }, (_, i) => `    k${i}: ${i}`).join('\n')
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: values\n  namespace: apps\n  labels:\n    nebius.ai/helmrelease-trigger-operator: "true"\n  annotations:\n    nebius.ai/helmreleases-name: web\ndata:\n  values.yaml: |\n${inner}\n`
+    expect(text.length).toBeLessThan(DEFAULT_MAX_BYTES)
+    const { value, ms } = timed(() => parseManifestFile('values.yaml', file(text), OPTIONS))
+    expect(ms).toBeLessThan(20_000)
+    expect(value.sources[0]?.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+  }, 60_000)
+
+  it('100,000 levels of nesting are a problem with a line, not a crash', () => {
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  k: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`
+    const { value, ms, heapMb } = timed(() => parseManifestFile('deep.yaml', file(text), OPTIONS))
+    expect(ms).toBeLessThan(10_000)
+    expect(heapMb).toBeLessThan(512)
+    expect(value.sources).toEqual([])
+    expect(value.problems.length).toBeGreaterThan(0)
+    for (const p of value.problems) expect(p).toMatchObject({ severity: 'error', file: 'deep.yaml', line: 6 })
+  }, 60_000)
+
+  it('the alias bomb and the 5 MB file stay within a bounded heap too', () => {
+    const levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for (let i = 1; i < 10; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`)
+    const bomb = timed(() => parseManifestFile('bomb.yaml', file(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n  ${levels.join('\n  ')}\n`), OPTIONS))
+    expect(bomb.heapMb).toBeLessThan(256)
+    const huge = timed(() => parseManifestFile('huge.yaml', { type: 'file', bytes: new Uint8Array(5 * 2 ** 20).fill(0x61) }, OPTIONS))
+    expect(huge.heapMb).toBeLessThan(256)
+    expect(huge.value.problems[0]?.message).toMatch(/^file is larger than 1 MiB/)
+  })
+})
+
+describe('the engine over commits of malformed files', () => {
+  it(`plans, triggers or fails cleanly: no throw but ConfigurationError, no unhandled rejection, every problem names a committed file (${RUNS / 2} cases)`, async () => {
+    const rejections: unknown[] = []
+    const onRejection = (reason: unknown): void => {
+      rejections.push(reason)
+    }
+    process.on('unhandledRejection', onRejection)
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a.yaml', 'dir/b.yml', 'kustomization.yaml', 'c.json'), anyText, anyText), { minLength: 1, maxLength: 4 }), async (files) => {
+          const before = Object.fromEntries(files.map(([path, text]) => [path, text]))
+          const after = Object.fromEntries(files.map(([path, , text]) => [path, text]))
+          const git = new FakeGit().commit('a', undefined, before).commit('b', 'a', after)
+          const cluster = new FakeCluster()
+          const settings = parseSettings((name) => ({ wait: 'false', 'wait-for-apply': 'false', paths: '**' })[name] ?? '')
+          const log = { info: () => undefined, warning: () => undefined }
+          try {
+            const report = await runTrigger(settings, { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined }, { git, connect: async () => cluster, clock: new FakeClock(), log })
+            for (const p of report.problems) expect(Object.keys(after).concat(Object.keys(before))).toContain(p.file)
+            for (const r of report.results) expect(['Triggered', 'Skipped', 'Failed']).toContain(r.status)
+          } catch (error) {
+            expect(error).toBeInstanceOf(ConfigurationError)
+          }
+        }),
+        { numRuns: RUNS / 2 },
+      )
+      // Let any stray promise settle before looking.
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(rejections).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onRejection)
+    }
+  }, 120_000)
 })
 
 // ---- parseSettings ------------------------------------------------------------------------
@@ -271,7 +361,7 @@ describe('parseSettings with random input values', () => {
       }),
       { numRuns: RUNS * 2 },
     )
-  })
+  }, 60_000)
 })
 
 // ---- loadKubeconfig -----------------------------------------------------------------------
@@ -344,7 +434,7 @@ describe('loadKubeconfig with random kubeconfig text', () => {
       ),
       { numRuns: RUNS * 2 },
     )
-  })
+  }, 60_000)
 })
 
 // ---- parseEvent ---------------------------------------------------------------------------
@@ -393,5 +483,5 @@ describe('parseEvent with random JSON', () => {
       }),
       { numRuns: RUNS * 3 },
     )
-  })
+  }, 60_000)
 })

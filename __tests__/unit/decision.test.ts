@@ -1,7 +1,7 @@
 // The per-release decision (pure), the merge patch it leads to, and the requestedAt token.
 
 import { describe, expect, it } from 'vitest'
-import { buildPatch, compactDigestJson, decide, isStalled, newToken, recordedDigests, SkipReason, type Decision } from '../../src/decision.ts'
+import { buildPatch, compactDigestJson, decide, isStalled, newToken, recordedDigests, SkipReason, supersededBy, type Decision } from '../../src/decision.ts'
 import { keysFor } from '../../src/keys.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/kube/helmrelease.ts'
 import type { Digest, PlannedRelease, SourceId } from '../../src/model.ts'
@@ -240,5 +240,33 @@ describe('newToken', () => {
     expect(new Set(tokens).size).toBe(tokens.length)
     expect([...tokens].sort()).toEqual(tokens)
     for (const t of tokens) expect(t).toMatch(RFC3339_NANO_UTC)
+  })
+})
+
+describe('supersededBy (re-checked right before the patch)', () => {
+  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [{ id: A, digest: digest('a'), encrypted: false }, { id: B, digest: digest('b'), encrypted: false }] }
+  const live = (entries: [SourceId, Digest | undefined][]) => new Map(entries)
+
+  it.each<[string, Map<SourceId, Digest | undefined>]>([
+    ['every source still holds this run\'s digest', live([[A, digest('a')], [B, digest('b')]])],
+    ['nothing was checked (wait-for-apply off, encrypted)', live([])],
+    ['only unrelated sources moved', live([[A, digest('a')], [OTHER, digest('f')]])],
+  ])('lets the patch go when %s', (_, digests) => {
+    expect(supersededBy(planned, digests)).toBeUndefined()
+  })
+
+  it('skips as Superseded when a newer commit\'s content is live, naming the source and both digests', () => {
+    const decision = supersededBy(planned, live([[A, digest('a')], [B, digest('c')]]))
+    expect(decision).toMatchObject({ action: 'skip', reason: SkipReason.Superseded })
+    const message = decision?.action === 'skip' ? decision.message : ''
+    expect(message).toContain(`${B} is now ${'c'.repeat(12)}`)
+    expect(message).toContain(`this run: ${'b'.repeat(12)}`)
+    expect(message).not.toContain(A)
+  })
+
+  it('skips as Superseded when a source was deleted since', () => {
+    const decision = supersededBy(planned, live([[A, undefined], [B, digest('b')]]))
+    expect(decision).toMatchObject({ action: 'skip', reason: SkipReason.Superseded })
+    expect(decision?.action === 'skip' ? decision.message : '').toContain(`${A} no longer exists`)
   })
 })
