@@ -3,6 +3,7 @@
 
 import { createClusterClient, type ClusterClient } from './kube/cluster.ts'
 import { loadKubeconfig } from './kube/kubeconfig.ts'
+import { createObjectReader, type ObjectReader } from './kube/objects.ts'
 import type { Settings } from './settings.ts'
 
 export interface ConnectOptions {
@@ -16,4 +17,12 @@ export function connect(settings: Settings, options: ConnectOptions): ClusterCli
   const loaded = loadKubeconfig({ kubeconfig: settings.kubeconfig, encoding: settings.kubeconfigEncoding, context: settings.context, env: options.env })
   for (const secret of loaded.secrets) options.mask(secret)
   return createClusterClient(loaded.config, loaded.server)
+}
+
+/** The same cluster, for reading arbitrary objects (drift). */
+export function connectObjects(settings: Settings, options: ConnectOptions): ObjectReader {
+  if (settings.kubeconfig !== undefined && !settings.kubeconfig.includes('\n')) options.mask(settings.kubeconfig)
+  const loaded = loadKubeconfig({ kubeconfig: settings.kubeconfig, encoding: settings.kubeconfigEncoding, context: settings.context, env: options.env })
+  for (const secret of loaded.secrets) options.mask(secret)
+  return createObjectReader(loaded.config, loaded.server)
 }

@@ -52,7 +52,9 @@ export async function runAction(options: ActionOptions): Promise<ActionRun> {
       ...inputs,
       ...options.env,
     }
-    const { exitCode, stdout, stderr } = await run(process.execPath, [join(REPO_ROOT, 'dist', 'index.js')], options.workspace, env)
+    // HELMRELEASE_TRIGGER_DIST runs a bundle built elsewhere (node scripts/bundle.mjs <dir>) instead of dist/.
+    const entry = join(process.env['HELMRELEASE_TRIGGER_DIST'] ?? join(REPO_ROOT, 'dist'), 'index.js')
+    const { exitCode, stdout, stderr } = await run(process.execPath, [entry], options.workspace, env)
     return { exitCode, stdout, stderr, outputs: parseOutputs(readFileSync(files.output, 'utf8')), summary: readFileSync(files.summary, 'utf8') }
   } finally {
     rmSync(dir, { recursive: true, force: true })
