@@ -1,0 +1,16 @@
+# The watch mode as a container: `helmrelease-trigger watch` (dist/cli.js, every dependency
+# bundled in) on Node 24. Non-root, writes nothing to disk (runs with a read-only root
+# filesystem), logs to stdout/stderr, serves /healthz, /readyz and /metrics on :8080.
+#   docker build -t helmrelease-trigger .   (after `npm run bundle`; dist/ is committed)
+# Pin the base by digest in your own build (node:24-alpine@sha256:…) for reproducible images.
+FROM node:24-alpine
+
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --chown=0:0 --chmod=0444 dist/cli.js /app/cli.js
+
+# A numeric non-root user, so runAsNonRoot can verify it without reading /etc/passwd.
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["node", "/app/cli.js"]
+CMD ["watch", "--metrics-address=:8080", "--log-format=json"]

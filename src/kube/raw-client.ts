@@ -1,0 +1,134 @@
+// Plain HTTPS requests to the apiserver, for what the generated client does badly: long-lived
+// watch streams (client-node's Watch aborts any stream quiet for 30 s, healthy or not) and
+// small JSON calls the watch mode makes (paginated lists that keep the resourceVersion,
+// Leases). Credentials, CA and proxy come from the KubeConfig for every request, so rotated
+// service-account tokens are picked up.
+
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { ApiException, type KubeConfig } from '@kubernetes/client-node'
+import { classify, type Request } from './api-error.ts'
+
+export interface JsonRequest {
+  readonly method: 'GET' | 'POST' | 'PUT'
+  /** Path and query, e.g. /api/v1/configmaps?limit=500 */
+  readonly path: string
+  readonly body?: unknown
+  /** What it does, for the one-sentence error. */
+  readonly describe: Request
+  readonly timeoutMs?: number
+}
+
+export interface StreamRequest {
+  readonly path: string
+  readonly describe: Request
+  /** Abort when no byte arrived for this long (the server ends a watch at its timeoutSeconds). */
+  readonly idleMs: number
+  readonly signal: AbortSignal
+}
+
+export interface RawClient {
+  readonly server: string
+  /** The decoded JSON answer of a 2xx; anything else throws a classified error. */
+  json(request: JsonRequest): Promise<unknown>
+  /** Calls `onLine` for each line of a 200 answer; resolves when the server ends it or `signal` aborts. */
+  stream(request: StreamRequest, onLine: (line: string) => void): Promise<void>
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000
+
+export function createRawClient(config: KubeConfig, server: string): RawClient {
+  const base = new URL(server)
+  const send = base.protocol === 'http:' ? httpRequest : httpsRequest
+
+  /** One request; resolves with the response once its headers arrived. */
+  async function start(path: string, method: string, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': 'application/json' }
+    const options: RequestOptions = { method, headers: { Accept: 'application/json', ...headers } }
+    await config.applyToHTTPSOptions(options)
+    const url = new URL(`${base.pathname.replace(/\/$/, '')}${path}`, base)
+    return await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = send(url, { ...options, signal }, resolve)
+      req.on('error', reject)
+      req.on('socket', (socket) => socket.setKeepAlive(true, 15_000))
+      req.end(body)
+    })
+  }
+
+  return {
+    server,
+
+    async json(request) {
+      const signal = AbortSignal.timeout(request.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+      try {
+        const response = await start(request.path, request.method, request.body === undefined ? undefined : JSON.stringify(request.body), signal)
+        const text = await readAll(response)
+        const status = response.statusCode ?? 0
+        if (status < 200 || status > 299) throw apiException(status, text, response)
+        return text === '' ? {} : (JSON.parse(text) as unknown)
+      } catch (error) {
+        throw classify(error, request.describe, server)
+      }
+    },
+
+    async stream(request, onLine) {
+      const controller = new AbortController()
+      const abort = (): void => controller.abort(request.signal.reason)
+      if (request.signal.aborted) return
+      request.signal.addEventListener('abort', abort, { once: true })
+      let idle: NodeJS.Timeout | undefined
+      const arm = (): void => {
+        clearTimeout(idle)
+        idle = setTimeout(() => controller.abort(new IdleError(request.idleMs)), request.idleMs)
+      }
+      try {
+        arm()
+        const response = await start(request.path, 'GET', undefined, controller.signal)
+        const status = response.statusCode ?? 0
+        if (status !== 200) throw apiException(status, await readAll(response), response)
+        response.setEncoding('utf8')
+        let pending = ''
+        for await (const chunk of response) {
+          arm()
+          pending += String(chunk)
+          let newline = pending.indexOf('\n')
+          while (newline >= 0) {
+            const line = pending.slice(0, newline).trim()
+            pending = pending.slice(newline + 1)
+            if (line !== '') onLine(line)
+            newline = pending.indexOf('\n')
+          }
+        }
+        if (pending.trim() !== '') onLine(pending.trim())
+      } catch (error) {
+        // Our own stop is a normal end; a stream gone quiet is a dropped connection.
+        if (request.signal.aborted) return
+        const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined
+        throw classify(reason instanceof IdleError ? reason : error, request.describe, server)
+      } finally {
+        clearTimeout(idle)
+        request.signal.removeEventListener('abort', abort)
+      }
+    },
+  }
+}
+
+/** No byte for longer than the server's own watch timeout: the connection is dead. */
+export class IdleError extends Error {
+  override readonly name = 'TimeoutError'
+  constructor(ms: number) {
+    super(`no data for ${Math.round(ms / 1000)} s`)
+  }
+}
+
+async function readAll(response: IncomingMessage): Promise<string> {
+  response.setEncoding('utf8')
+  let text = ''
+  for await (const chunk of response) text += String(chunk)
+  return text
+}
+
+function apiException(status: number, body: string, response: IncomingMessage): ApiException<string> {
+  const headers = Object.fromEntries(Object.entries(response.headers).flatMap(([k, v]) => (v === undefined ? [] : [[k, Array.isArray(v) ? v.join(', ') : v]])))
+  return new ApiException(status, `HTTP ${status}`, body, headers)
+}
