@@ -3,32 +3,41 @@
 //   helmrelease-trigger trigger [--kubeconfig FILE] [--context NAME] [--dry-run] …
 //   helmrelease-trigger discover [--from-git] [--namespaces NS] …
 //   helmrelease-trigger recover [--namespaces NS] [--recover-max-attempts N] …
+//   helmrelease-trigger watch [--namespaces NS] [--debounce 2s] [--metrics-address :8080] …
+//   helmrelease-trigger drift [--namespaces NS] [--selector SEL] [--drift-action report|fail|correct] …
 
 import { readFileSync } from 'node:fs'
-import { connect } from './connect.ts'
+import { connect, connectObjects } from './connect.ts'
+import { driftFailure, runDrift } from './drift/drift.ts'
+import { driftOutput, driftText } from './drift/report.ts'
 import { ConfigurationError, messageOf } from './errors.ts'
 import { createGitReader } from './git.ts'
 import { createOutcomeWaiter } from './outcome.ts'
 import { discoverFailure, discoverText, runDiscover } from './discover.ts'
 import { runRecover } from './recover.ts'
+import { runWatchProcess } from './watch/entry.ts'
 import { failureOf, outputsOf, textReport } from './report.ts'
 import { parseSettings } from './settings.ts'
 import { planReport, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from './trigger.ts'
 import type { TriggerReport } from './result.ts'
 
-const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest', 'from-git'])
-const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on', 'namespaces', 'recover-patterns', 'recover-max-attempts', 'recover-backoff'])
+const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest', 'from-git', 'leader-election'])
+const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on', 'namespaces', 'recover-patterns', 'recover-max-attempts', 'recover-backoff', 'drift-action', 'drift-ignore', 'selector', 'debounce', 'watch-duration', 'metrics-address', 'log-format', 'leader-election-namespace', 'leader-election-name', 'recover-interval'])
 const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
-const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns'])
-const COMMANDS = ['plan', 'trigger', 'discover', 'recover'] as const
+const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore'])
+const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch'] as const
 
-const USAGE = `Usage: helmrelease-trigger <plan|trigger|discover|recover> [flags]
+const USAGE = `Usage: helmrelease-trigger <plan|trigger|discover|recover|drift|watch> [flags]
 
   plan      show which HelmReleases a commit range would trigger (no cluster needed)
   trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome
   discover  label the HelmReleases that use valuesFrom (unlabel those that stopped) and lint
             the wiring; --from-git lints the repository's manifests alone (no cluster)
   recover   re-trigger releases that failed for a transient reason or stalled, within a budget
+  watch     run until stopped: trigger the releases of any labelled ConfigMap/Secret that changes
+            in the cluster (debounced, leader-elected, /healthz /readyz /metrics)
+  drift     compare every object of each release's Helm manifest with the live one; report,
+            fail, or correct (a forced upgrade by helm-controller, then a re-check)
 
 Flags (the action's inputs):
   --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
@@ -45,6 +54,16 @@ Flags (the action's inputs):
   --from-git                   discover: lint the repository at HEAD (or --head) only
   --recover-patterns RE        recover: transient-failure regex, repeatable (default built-in list)
   --recover-max-attempts 3 --recover-backoff 5m
+  --debounce 2s                watch: wait for more changes before patching (0: at once)
+  --watch-duration 1h          watch: stop after this long (default: until SIGTERM/SIGINT)
+  --metrics-address :8080      watch: serve /healthz, /readyz and /metrics (default off)
+  --log-format text|json       watch: one plain or JSON line per event
+  --leader-election            watch: patch only while holding the Lease (several replicas)
+  --leader-election-namespace flux-system --leader-election-name helmrelease-trigger-watch
+  --recover-interval 10m       watch: also run recover this often
+  --drift-action report|fail|correct   drift: what to do about drift (default report)
+  --drift-ignore RULE          drift: [Kind/name/]path never reported, repeatable
+  --selector SEL               drift: label selector of the HelmReleases to check
   --repo DIR                   repository (default: current directory)
   --json                       print the result as JSON
 `
@@ -110,10 +129,20 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
     const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
     const json = args.flags.get('json') === 'true'
+    if (command === 'watch') {
+      await runWatchProcess(settings, { env: io.env, mask: () => undefined, sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${line}\n`) } })
+      return 0
+    }
     if (command === 'recover') {
       const report = await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
       print(report, json, io)
       return exitCode(failureOf(report, settings.failOn), io)
+    }
+    if (command === 'drift') {
+      const objects = async () => connectObjects(settings, { env: io.env, mask: () => undefined })
+      const report = await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
+      io.out(json ? `${JSON.stringify(driftOutput(report), null, 2)}\n` : driftText(report))
+      return exitCode(driftFailure(report), io)
     }
     const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
     if (command === 'discover') {

@@ -1,13 +1,18 @@
 // The GitHub Action entry: parse settings, run one mode, report, one catch → setFailed.
 
 import * as core from '@actions/core'
-import { connect } from './connect.ts'
+import { connect, connectObjects } from './connect.ts'
+import { driftFailure, runDrift, type DriftReport } from './drift/drift.ts'
+import { driftHeadline, driftOutput, driftSummary } from './drift/report.ts'
 import { discoverFailure, discoverHeadline, discoverSummary, findingText, runDiscover, type DiscoverReport } from './discover.ts'
 import { ConfigurationError, messageOf } from './errors.ts'
 import { createGitReader } from './git.ts'
 import { createOutcomeWaiter } from './outcome.ts'
-import { readEvent } from './range.ts'
+import { clusterRefused, readEvent } from './range.ts'
 import { runRecover } from './recover.ts'
+import { formatDuration } from './duration.ts'
+import { runWatchProcess } from './watch/entry.ts'
+import type { LogSink } from './watch/log.ts'
 import { cell, failureOf, headline, outputsOf, summaryMarkdown } from './report.ts'
 import type { TriggerReport } from './result.ts'
 import { parseSettings, type Settings } from './settings.ts'
@@ -22,18 +27,34 @@ export async function run(env: Env = process.env): Promise<void> {
     const cluster = async () => connect(settings, { env, mask: (s) => core.setSecret(s) })
     const git = () => createGitReader({ cwd: env['GITHUB_WORKSPACE'] ?? process.cwd() })
     const outcome = createOutcomeWaiter({ clock: systemClock, log })
+    const eventName = env['GITHUB_EVENT_NAME'] ?? 'push'
+    const event = await readEvent(env['GITHUB_EVENT_PATH'])
+    // A pull request runs code and inputs of its author: only trigger's plan and discover from git may run.
+    const refused = clusterRefused(eventName, event, settings.allowPullRequests)
+    if (refused !== undefined && settings.mode !== 'trigger' && !(settings.mode === 'discover' && settings.fromGit)) {
+      throw new ConfigurationError(`mode '${settings.mode}' needs the cluster, refused: ${refused}. Run it on push, schedule or workflow_dispatch.`)
+    }
     switch (settings.mode) {
       case 'trigger': {
-        const context = { eventName: env['GITHUB_EVENT_NAME'] ?? 'push', event: await readEvent(env['GITHUB_EVENT_PATH']), sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
         return await publish(await runTrigger(settings, context, { git: await git(), connect: cluster, clock: systemClock, log, outcome }), settings, env)
       }
       case 'recover':
         return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)
       case 'discover':
         return await publishDiscover(await runDiscover(settings, env['GITHUB_SHA'] ?? 'HEAD', { git, connect: cluster, log }), settings, env)
-      case 'watch':
-      case 'drift':
-        throw new ConfigurationError(`mode '${settings.mode}' is not available in this version of helmrelease-trigger; use trigger, discover or recover.`)
+      case 'drift': {
+        const objects = async () => connectObjects(settings, { env, mask: (s) => core.setSecret(s) })
+        return await publishDrift(await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), env)
+      }
+      case 'watch': {
+        const sink: LogSink = { write: (level, line) => (level === 'warning' ? core.warning(line) : level === 'error' ? core.error(line) : core.info(line)) }
+        const report = await runWatchProcess(settings, { env, mask: (s) => core.setSecret(s), sink })
+        const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
+        core.info(`helmrelease-trigger: ${line}`)
+        if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(`## helmrelease-trigger: ${line}\n`).write()
+        return
+      }
     }
   } catch (error) {
     const message = messageOf(error)
@@ -76,6 +97,20 @@ async function publishDiscover(report: DiscoverReport, settings: Settings, env: 
   for (const l of report.labels) core.info(`  ${l.namespace}/${l.name}: label ${l.action} ${l.status}: ${l.message}`)
   for (const f of report.findings) core.info(`  ${f.severity}: ${findingText(f)}`)
   const failure = discoverFailure(report, settings.failOn)
+  if (failure !== undefined) core.setFailed(failure)
+}
+
+async function publishDrift(report: DriftReport, env: Env): Promise<void> {
+  for (const r of report.releases) {
+    // An annotation per release that is not in sync: the job page lists them without opening the summary.
+    if (r.state === 'Drifted') core.warning(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+    else if (r.state === 'Error') core.error(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+  }
+  core.setOutput('drift', JSON.stringify(driftOutput(report)))
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(driftSummary(report)).write()
+  core.info(`helmrelease-trigger ${driftHeadline(report)}`)
+  for (const r of report.releases) core.info(`  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`)
+  const failure = driftFailure(report)
   if (failure !== undefined) core.setFailed(failure)
 }
 

@@ -4,6 +4,7 @@
 import { parseDuration } from './duration.ts'
 import { ConfigurationError } from './errors.ts'
 import { isDnsLabel, isDnsSubdomain } from './keys.ts'
+import { parseIgnoreRule, type IgnoreRule } from './drift/path.ts'
 
 export const MODES = ['trigger', 'watch', 'discover', 'recover', 'drift'] as const
 export type Mode = (typeof MODES)[number]
@@ -11,8 +12,22 @@ export type Mode = (typeof MODES)[number]
 export const FAIL_ON = ['error', 'warning', 'never'] as const
 export type FailOn = (typeof FAIL_ON)[number]
 
+export const DRIFT_ACTIONS = ['report', 'fail', 'correct'] as const
+export type DriftAction = (typeof DRIFT_ACTIONS)[number]
+
 export const KUBECONFIG_ENCODINGS = ['auto', 'plain', 'base64'] as const
 export type KubeconfigEncoding = (typeof KUBECONFIG_ENCODINGS)[number]
+
+export const LOG_FORMATS = ['text', 'json'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
+/** Where the watch mode serves /healthz, /readyz and /metrics. */
+export interface ListenAddress {
+  /** '' listens on every interface. */
+  readonly host: string
+  /** 0 picks a free port (it is logged). */
+  readonly port: number
+}
 
 export interface Settings {
   /** What to run. */
@@ -69,6 +84,28 @@ export interface Settings {
   readonly recoverMaxAttempts: number
   /** recover: wait after the first attempt, doubled after each further one, in milliseconds. */
   readonly recoverBackoffMs: number
+  /** drift: report only, fail when anything drifted, or force an upgrade of each drifted release and check again. */
+  readonly driftAction: DriftAction
+  /** drift: fields never reported, as [Kind/name/]path rules (see src/drift/path.ts). */
+  readonly driftIgnore: readonly IgnoreRule[]
+  /** drift: label selector of the HelmReleases to check; undefined checks all (in `namespaces`). */
+  readonly selector: string | undefined
+  /** watch: wait this long after a source changes for more changes before patching its releases (0: at once). */
+  readonly debounceMs: number
+  /** watch: stop (exit 0) after this long; undefined runs until SIGTERM/SIGINT. */
+  readonly watchDurationMs: number | undefined
+  /** watch: serve /healthz, /readyz and /metrics here; undefined serves nothing. */
+  readonly metricsAddress: ListenAddress | undefined
+  /** watch: plain lines, or one JSON object per line. */
+  readonly logFormat: LogFormat
+  /** watch: patch only while holding a coordination.k8s.io Lease (for more than one replica). */
+  readonly leaderElection: boolean
+  /** watch: namespace of the leader-election Lease. */
+  readonly leaderElectionNamespace: string
+  /** watch: name of the leader-election Lease. */
+  readonly leaderElectionName: string
+  /** watch: run recover this often in the same process (while leading); undefined never. */
+  readonly recoverIntervalMs: number | undefined
 }
 
 /** Reads one named input; returns '' when it is not set (like @actions/core's getInput). */
@@ -106,6 +143,17 @@ export function parseSettings(read: InputReader): Settings {
     recoverPatterns: patterns(read),
     recoverMaxAttempts: integer(read, 'recover-max-attempts', 3, { min: 1, max: 100 }),
     recoverBackoffMs: duration(read, 'recover-backoff', '5m'),
+    driftAction: oneOf(read, 'drift-action', DRIFT_ACTIONS, 'report'),
+    driftIgnore: driftIgnore(read),
+    selector: selector(read),
+    debounceMs: duration(read, 'debounce', '2s', { zero: true }),
+    watchDurationMs: optionalDuration(read, 'watch-duration'),
+    metricsAddress: listenAddress(read, 'metrics-address'),
+    logFormat: oneOf(read, 'log-format', LOG_FORMATS, 'text'),
+    leaderElection: bool(read, 'leader-election', false),
+    leaderElectionNamespace: namespace(read, 'leader-election-namespace', 'flux-system'),
+    leaderElectionName: objectName(read, 'leader-election-name', 'helmrelease-trigger-watch'),
+    recoverIntervalMs: optionalDuration(read, 'recover-interval'),
   }
 }
 
@@ -149,6 +197,25 @@ function patterns(read: InputReader): readonly RegExp[] {
       throw new ConfigurationError(`Input 'recover-patterns' has an invalid regular expression '${source}': ${error instanceof Error ? error.message : String(error)}.`)
     }
   })
+}
+
+/** One rule per line; '#' lines are comments (commas may appear inside brackets, so no splitting). */
+function driftIgnore(read: InputReader): readonly IgnoreRule[] {
+  return read('drift-ignore')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map(parseIgnoreRule)
+}
+
+/** A Kubernetes label selector; the apiserver validates it fully, this catches what is surely wrong. */
+function selector(read: InputReader): string | undefined {
+  const v = read('selector').trim()
+  if (v === '') return undefined
+  if (/[\r\n]/.test(v) || !/^[A-Za-z0-9_./!=,() -]+$/.test(v)) {
+    throw new ConfigurationError(`Input 'selector' must be a label selector such as app=web or tier in (backend),!canary; got '${v}'.`)
+  }
+  return v
 }
 
 function optional(read: InputReader, name: string): string | undefined {
@@ -208,13 +275,39 @@ function splitCommas(line: string): string[] {
   return parts
 }
 
-function duration(read: InputReader, name: string, fallback: string): number {
+function duration(read: InputReader, name: string, fallback: string, options: { zero?: boolean } = {}): number {
   const v = read(name).trim() || fallback
   const ms = parseDuration(v)
-  if (ms === undefined || ms <= 0) {
-    throw new ConfigurationError(`Input '${name}' must be a duration like 5m, 90s or 1h30m; got '${v}'.`)
+  if (ms === undefined || ms < 0 || (ms === 0 && options.zero !== true)) {
+    throw new ConfigurationError(`Input '${name}' must be a duration like 5m, 90s or 1h30m${options.zero === true ? ' (0 for none)' : ''}; got '${v}'.`)
   }
   return ms
+}
+
+/** Empty means never / unbounded. */
+function optionalDuration(read: InputReader, name: string): number | undefined {
+  const v = read(name).trim()
+  return v === '' ? undefined : duration(() => v, name, '')
+}
+
+/** `host:port` or `:port` (every interface); empty means off. */
+function listenAddress(read: InputReader, name: string): ListenAddress | undefined {
+  const v = read(name).trim()
+  if (v === '') return undefined
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/.exec(v)
+  const port = Number(m?.[2])
+  if (m === null || port > 65535) {
+    throw new ConfigurationError(`Input '${name}' must be host:port or :port, such as :8080 or 127.0.0.1:9090; got '${v}'.`)
+  }
+  return { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port }
+}
+
+function objectName(read: InputReader, name: string, fallback: string): string {
+  const v = read(name).trim() || fallback
+  if (!isDnsSubdomain(v)) {
+    throw new ConfigurationError(`Input '${name}' must be a Kubernetes object name (lowercase letters, digits, '-' and '.'); got '${v}'.`)
+  }
+  return v
 }
 
 function integer(read: InputReader, name: string, fallback: number, range: { min: number; max: number }): number {

@@ -4,21 +4,10 @@ import { parseSettings, type Settings } from '../../src/settings.ts'
 import { Status } from '../../src/result.ts'
 import { runTrigger, type RunContext, type TriggerDeps } from '../../src/trigger.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../test/support/fakes.ts'
+import { ConflictError } from '../../src/kube/api-error.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
 
-const configMap = (value: string, extra = '') => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-values
-  namespace: apps
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: app
-    nebius.ai/helmreleases-namespace: apps
-data:
-  values.yaml: |
-    replicas: ${value}${extra}
-`
+const configMap = (value: string, extra = ''): string => triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${value}${extra}` })
 
 const release = `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -123,6 +112,102 @@ describe('runTrigger', () => {
     const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
     expect(report.results[0]?.status).toBe(Status.Triggered)
     expect(cluster.patches).toHaveLength(2)
+  })
+
+  it('never writes an older commit\'s digests over a newer run\'s: the older run is Superseded', async () => {
+    // Commits a → b → c. The run for b saw b's content arrive; before it patches, c's content
+    // lands and c's run triggers the release. Then b's run reads the release and decides.
+    const ref = { kind: 'ConfigMap' as const, namespace: 'apps', name: 'app-values' }
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') }).commit('c', 'b', { 'cm.yaml': configMap('3') })
+    let newer: Promise<Awaited<ReturnType<typeof runTrigger>>> | undefined
+    class OvertakenCluster extends FakeCluster {
+      override async getRelease(...args: Parameters<FakeCluster['getRelease']>) {
+        if (newer === undefined) {
+          this.setSource(ref, liveData('3'))
+          newer = runTrigger(settings({ wait: 'false' }), pushContext('b', 'c'), deps(git, this))
+          await newer
+        }
+        return super.getRelease(...args)
+      }
+    }
+    const cluster = new OvertakenCluster().addRelease('apps', 'app').setSource(ref, liveData('2'))
+    const older = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+
+    expect((await newer)?.results.map((r) => r.status)).toEqual([Status.Triggered])
+    expect(older.results.map((r) => [r.status, r.reason])).toEqual([[Status.Skipped, 'Superseded']])
+    expect(older.results[0]?.message).toContain('ConfigMap/apps/app-values is now')
+    expect(older.results[0]?.severity).toBe('none')
+    expect(cluster.patches).toHaveLength(1)
+    const newerDigest = digestOf(contentOfConfigMap({ data: liveData('3') }), { semantic: true })
+    expect(JSON.parse(cluster.release('apps', 'app').annotations['nebius.ai/config-digest'] ?? '{}')).toEqual({ 'ConfigMap/apps/app-values': newerDigest })
+  })
+
+  it('after a conflict caused by a newer run, decides again and does not regress its digest', async () => {
+    const ref = { kind: 'ConfigMap' as const, namespace: 'apps', name: 'app-values' }
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') }).commit('c', 'b', { 'cm.yaml': configMap('3') })
+    const newerDigest = digestOf(contentOfConfigMap({ data: liveData('3') }), { semantic: true })
+    // Between the older run's read and its patch, c's content lands and c's run patches first.
+    class RacedCluster extends FakeCluster {
+      raced = false
+      override async patchRelease(...args: Parameters<FakeCluster['patchRelease']>) {
+        if (!this.raced) {
+          this.raced = true
+          this.setSource(ref, liveData('3'))
+          await super.patchRelease(args[0], { annotations: { 'nebius.ai/config-digest': JSON.stringify({ 'ConfigMap/apps/app-values': newerDigest }) }, labels: {} }, { dryRun: false })
+        }
+        return super.patchRelease(...args)
+      }
+    }
+    const cluster = new RacedCluster().addRelease('apps', 'app').setSource(ref, liveData('2'))
+    const older = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(older.results.map((r) => [r.status, r.reason])).toEqual([[Status.Skipped, 'Superseded']])
+    expect(JSON.parse(cluster.release('apps', 'app').annotations['nebius.ai/config-digest'] ?? '{}')).toEqual({ 'ConfigMap/apps/app-values': newerDigest })
+  })
+
+  it('reports a patch whose answer was lost as triggered once, not as up to date', async () => {
+    // The patch landed, the answer never came; the client's retry then conflicted with our own write.
+    class LostAnswerCluster extends FakeCluster {
+      lost = false
+      override async patchRelease(...args: Parameters<FakeCluster['patchRelease']>) {
+        const release = await super.patchRelease(...args)
+        if (this.lost) return release
+        this.lost = true
+        throw new ConflictError('patch helmreleases apps/app: the object changed meanwhile (409 Conflict)')
+      }
+    }
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new LostAnswerCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
+    expect(report.results.map((r) => r.status)).toEqual([Status.Triggered])
+    expect(cluster.patches).toHaveLength(1)
+    expect(cluster.release('apps', 'app').annotations['reconcile.fluxcd.io/requestedAt']).toBe(report.results[0]?.token)
+    expect(cluster.events).toHaveLength(1)
+  })
+
+  it('starts no release after the timeout: a slow apiserver ends the run, the rest listed as TimedOut', async () => {
+    const clock = new FakeClock()
+    // Every read takes two minutes: the third release starts at 4 min, the fourth would at 6.
+    class SlowCluster extends FakeCluster {
+      override async getRelease(...args: Parameters<FakeCluster['getRelease']>) {
+        await clock.sleep(120_000)
+        return super.getRelease(...args)
+      }
+    }
+    const names = ['a', 'b', 'c', 'd', 'e']
+    const many = configMap('1').replace('nebius.ai/helmreleases-name: app', `nebius.ai/helmreleases-name: "${names.join(', ')}"`)
+    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': many }).commit('b', 'a', { 'cm.yaml': many.replace('replicas: 1', 'replicas: 2') })
+    const cluster = new SlowCluster()
+    for (const n of names) cluster.addRelease('apps', n)
+    const report = await runTrigger(settings({ wait: 'false', 'wait-for-apply': 'false', 'max-concurrency': '1', timeout: '5m' }), pushContext('a', 'b'), deps(git, cluster, clock))
+    expect(report.results.map((r) => [r.name, r.status])).toEqual([
+      ['a', Status.Triggered],
+      ['b', Status.Triggered],
+      ['c', Status.Triggered],
+      ['d', Status.TimedOut],
+      ['e', Status.TimedOut],
+    ])
+    expect(report.results[3]?.message).toContain('the timeout (5m) passed before its turn')
+    expect(cluster.patches).toHaveLength(3)
   })
 
   it('sends resetAt with the token when the release is stalled', async () => {
