@@ -16,7 +16,8 @@ import { createRepo } from '../test/support/repo.ts'
 const NS = 'demo'
 
 // A ConfigMap labelled to trigger the podinfo HelmRelease, as a user commits it.
-const configMap = (greeting: string): string => triggerConfigMap({ name: 'podinfo-values', namespace: NS, releases: 'podinfo', values: `greeting: ${greeting}\nreplicas: 2` })
+const configMap = (greeting: string): string =>
+  triggerConfigMap({ name: 'podinfo-values', namespace: NS, releases: 'podinfo', values: `greeting: ${greeting}\nreplicas: 2` })
 
 function step(text: string): void {
   process.stdout.write(`\n▶ ${text}\n`)
@@ -33,14 +34,24 @@ try {
       setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
     )
   const applyValues = (greeting: string) =>
-    core.replaceNamespacedConfigMap({ namespace: NS, name: 'podinfo-values', body: { metadata: { name: 'podinfo-values', namespace: NS }, data: { 'values.yaml': `greeting: ${greeting}\nreplicas: 2\n` } } })
+    core.replaceNamespacedConfigMap({
+      namespace: NS,
+      name: 'podinfo-values',
+      body: { metadata: { name: 'podinfo-values', namespace: NS }, data: { 'values.yaml': `greeting: ${greeting}\nreplicas: 2\n` } },
+    })
 
   step('Flux installs release "podinfo" with greeting=hello (revision 1)')
   await cluster.createNamespace(NS)
-  await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'podinfo-values', namespace: NS }, data: { 'values.yaml': 'greeting: hello\nreplicas: 2\n' } } })
+  await core.createNamespacedConfigMap({
+    namespace: NS,
+    body: { metadata: { name: 'podinfo-values', namespace: NS }, data: { 'values.yaml': 'greeting: hello\nreplicas: 2\n' } },
+  })
   await apply(HELM_REPOSITORY, helmRepository({ namespace: NS, url: cluster.chartRepoUrl }))
   await apply(HELM_RELEASE, helmRelease({ namespace: NS, name: 'podinfo', valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }] }))
-  await waitFor(async () => isReady((await custom.getNamespacedCustomObject({ ...HELM_RELEASE, namespace: NS, name: 'podinfo' })) as FluxObject), { timeoutMs: 120_000, message: 'podinfo Ready' })
+  await waitFor(async () => isReady((await custom.getNamespacedCustomObject({ ...HELM_RELEASE, namespace: NS, name: 'podinfo' })) as FluxObject), {
+    timeoutMs: 120_000,
+    message: 'podinfo Ready',
+  })
 
   step('A commit changes greeting to "bonjour" in the labelled ConfigMap')
   repo.write({ 'clusters/demo/podinfo-values.yaml': configMap('hello') })

@@ -21,8 +21,46 @@ import { parseSettings } from './settings.ts'
 import { planReport, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from './trigger.ts'
 import type { TriggerReport } from './result.ts'
 
-const BOOLEAN_INPUTS = new Set(['full-sync', 'force', 'reset', 'discover', 'wait-for-apply', 'apply', 'wait', 'dry-run', 'allow-pull-requests', 'semantic-digest', 'from-git', 'leader-election'])
-const VALUE_INPUTS = new Set(['kubeconfig-encoding', 'context', 'base', 'head', 'paths', 'annotation-prefix', 'default-namespace', 'timeout', 'max-concurrency', 'fail-on', 'namespaces', 'recover-patterns', 'recover-max-attempts', 'recover-backoff', 'drift-action', 'drift-ignore', 'selector', 'debounce', 'watch-duration', 'metrics-address', 'log-format', 'leader-election-namespace', 'leader-election-name', 'recover-interval'])
+const BOOLEAN_INPUTS = new Set([
+  'full-sync',
+  'force',
+  'reset',
+  'discover',
+  'wait-for-apply',
+  'apply',
+  'wait',
+  'dry-run',
+  'allow-pull-requests',
+  'semantic-digest',
+  'from-git',
+  'leader-election',
+])
+const VALUE_INPUTS = new Set([
+  'kubeconfig-encoding',
+  'context',
+  'base',
+  'head',
+  'paths',
+  'annotation-prefix',
+  'default-namespace',
+  'timeout',
+  'max-concurrency',
+  'fail-on',
+  'namespaces',
+  'recover-patterns',
+  'recover-max-attempts',
+  'recover-backoff',
+  'drift-action',
+  'drift-ignore',
+  'selector',
+  'debounce',
+  'watch-duration',
+  'metrics-address',
+  'log-format',
+  'leader-election-namespace',
+  'leader-election-name',
+  'recover-interval',
+])
 const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
 const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore'])
 const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch'] as const
@@ -130,7 +168,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
     const json = args.flags.get('json') === 'true'
     if (command === 'watch') {
-      await runWatchProcess(settings, { env: io.env, mask: () => undefined, sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${line}\n`) } })
+      await runWatchProcess(settings, {
+        env: io.env,
+        mask: () => undefined,
+        sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${line}\n`) },
+      })
       return 0
     }
     if (command === 'recover') {
@@ -189,4 +231,3 @@ function readKubeconfig(file: string): string {
     throw new ConfigurationError(`Cannot read the kubeconfig file ${file}: ${messageOf(error)}.`)
   }
 }
-

@@ -63,7 +63,11 @@ export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId
     const now = live.get(s.id)
     return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${shortDigest(now)}`} (this run: ${shortDigest(s.digest)})`
   })
-  return { action: 'skip', reason: SkipReason.Superseded, message: `not patched: ${seen.join(', ')}; a newer commit's content is live and its run triggers this release` }
+  return {
+    action: 'skip',
+    reason: SkipReason.Superseded,
+    message: `not patched: ${seen.join(', ')}; a newer commit's content is live and its run triggers this release`,
+  }
 }
 
 /** requestedAt holds the token we sent: our patch landed, whatever became of its answer. */
@@ -122,4 +126,3 @@ export function newToken(now: Date, sequence: number): string {
   const nanos = String(sequence % 1_000_000).padStart(6, '0')
   return `${iso.slice(0, 23)}${nanos}Z`
 }
-

@@ -61,7 +61,10 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
 
 async function verifyRepository(cwd: string, run: Run): Promise<void> {
   const hint = 'check out the repository first (actions/checkout) or run from inside a clone'
-  const isDirectory = await stat(cwd).then((s) => s.isDirectory(), () => false)
+  const isDirectory = await stat(cwd).then(
+    (s) => s.isDirectory(),
+    () => false,
+  )
   if (!isDirectory) throw new ConfigurationError(`${cwd} is not a git repository (no such directory); ${hint}.`)
   try {
     await run(['rev-parse', '--git-dir'])
@@ -91,7 +94,10 @@ async function resolveCommit(run: Run, rev: string): Promise<string | undefined>
 
 async function changedFiles(run: Run, base: string | undefined, head: string, filter: PathFilter): Promise<FileChange[]> {
   const changes = base === undefined ? await treeAsAdded(run, head, filter) : await diffTrees(run, base, head, filter)
-  const blobs = await readBlobs(run, changes.flatMap((c) => [c.before, c.after].filter(isDefined)))
+  const blobs = await readBlobs(
+    run,
+    changes.flatMap((c) => [c.before, c.after].filter(isDefined)),
+  )
   return changes.map((c) => ({
     path: c.path,
     status: c.status,
@@ -150,7 +156,10 @@ function statusOf(letter: string, command: string): FileChange['status'] {
 
 async function headFiles(run: Run, head: string, filter: PathFilter): Promise<HeadFile[]> {
   const files = await listTree(run, head, filter)
-  const blobs = await readBlobs(run, files.map((f) => f.entry))
+  const blobs = await readBlobs(
+    run,
+    files.map((f) => f.entry),
+  )
   return files.map((f) => ({ path: f.path, content: contentOf(f.entry, blobs) }))
 }
 

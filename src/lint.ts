@@ -56,7 +56,13 @@ export function lint(input: LintInput): Finding[] {
 
 /** Manifest problems become findings, so one list holds everything the user should fix. */
 export function problemFindings(problems: readonly FileProblem[]): Finding[] {
-  return problems.map((p) => ({ severity: p.severity, code: FindingCode.InvalidManifest, message: p.message, file: p.file, ...(p.line === undefined ? {} : { line: p.line }) }))
+  return problems.map((p) => ({
+    severity: p.severity,
+    code: FindingCode.InvalidManifest,
+    message: p.message,
+    file: p.file,
+    ...(p.line === undefined ? {} : { line: p.line }),
+  }))
 }
 
 function annotationFindings(input: LintInput, releases: ReadonlyMap<string, ReleaseManifest>): Finding[] {
@@ -129,5 +135,10 @@ function location(origin: Origin | undefined, line?: number): { file?: string; l
 const SEVERITY_ORDER: Readonly<Record<Severity, number>> = { error: 0, warning: 1, notice: 2 }
 
 function compareFinding(a: Finding, b: Finding): number {
-  return SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.file ?? '').localeCompare(b.file ?? '') || (a.line ?? 0) - (b.line ?? 0) || a.message.localeCompare(b.message)
+  return (
+    SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] ||
+    (a.file ?? '').localeCompare(b.file ?? '') ||
+    (a.line ?? 0) - (b.line ?? 0) ||
+    a.message.localeCompare(b.message)
+  )
 }

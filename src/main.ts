@@ -60,7 +60,11 @@ export async function run(env: Env = process.env): Promise<void> {
     const message = messageOf(error)
     core.setFailed(message)
     // A run that never got to a report still tells the job page why (no cluster, bad input).
-    if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(`## helmrelease-trigger: failed\n\n${cell(message)}\n`).write().catch(() => undefined)
+    if (env['GITHUB_STEP_SUMMARY'])
+      await core.summary
+        .addRaw(`## helmrelease-trigger: failed\n\n${cell(message)}\n`)
+        .write()
+        .catch(() => undefined)
   }
 }
 
@@ -86,7 +90,11 @@ async function publish(report: TriggerReport, settings: Settings, env: Env): Pro
 async function publishDiscover(report: DiscoverReport, settings: Settings, env: Env): Promise<void> {
   for (const f of report.findings) {
     // Findings from git point at the line to fix; cluster findings name the object instead.
-    const properties = { title: `helmrelease-trigger ${f.code}`, ...(f.file === undefined ? {} : { file: f.file }), ...(f.line === undefined ? {} : { startLine: f.line }) }
+    const properties = {
+      title: `helmrelease-trigger ${f.code}`,
+      ...(f.file === undefined ? {} : { file: f.file }),
+      ...(f.line === undefined ? {} : { startLine: f.line }),
+    }
     if (f.severity === 'error') core.error(f.message, properties)
     else if (f.severity === 'warning') core.warning(f.message, properties)
     else core.notice(f.message, properties)

@@ -10,17 +10,7 @@ import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
 import type { DigestContent } from './digest.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor } from './keys.ts'
 import type { Keys } from './keys.ts'
-import type {
-  FileContent,
-  FileProblem,
-  Origin,
-  ReleaseManifest,
-  ReleaseRef,
-  Severity,
-  SourceKind,
-  SourceManifest,
-  ValuesReference,
-} from './model.ts'
+import type { FileContent, FileProblem, Origin, ReleaseManifest, ReleaseRef, Severity, SourceKind, SourceManifest, ValuesReference } from './model.ts'
 
 export const DEFAULT_MAX_BYTES = 1024 * 1024
 
@@ -228,12 +218,7 @@ function offsetOf(doc: Document.Parsed, path: readonly string[]): number | undef
 }
 
 /** Syntax errors; a document that looks like a Go/Helm template only earns a warning. */
-function syntaxProblems(
-  doc: Document.Parsed,
-  text: string,
-  lineAt: (offset: number) => number,
-  file: string,
-): DocResult {
+function syntaxProblems(doc: Document.Parsed, text: string, lineAt: (offset: number) => number, file: string): DocResult {
   const source = text.slice(doc.range[0], doc.range[2])
   if (source.includes('{{')) {
     const line = lineAt(doc.range[0])
@@ -394,9 +379,7 @@ function readAnnotatedTargets(annotations: JsonRecord, context: DocContext, subj
     .filter((name) => name !== '')
     .filter((name) => {
       if (isDnsSubdomain(name)) return true
-      const message =
-        `${subject}: ${quote(name)} in ${targetNames} is not a valid HelmRelease name ` +
-        `(DNS-1123 subdomain, at most 253 characters), ignored`
+      const message = `${subject}: ${quote(name)} in ${targetNames} is not a valid HelmRelease name ` + `(DNS-1123 subdomain, at most 253 characters), ignored`
       context.report('error', namesLine, message)
       return false
     })
@@ -416,9 +399,7 @@ function targetNamespaceOf(value: unknown, context: DocContext, subject: string)
 /** SOPS leaves a top-level `sops` block and `ENC[…]` values. */
 function isEncrypted(object: JsonRecord): boolean {
   if (object.sops !== undefined) return true
-  return [object.data, object.stringData, object.binaryData].some(
-    (field) => isRecord(field) && Object.values(field).some((value) => startsWith(value, 'ENC[')),
-  )
+  return [object.data, object.stringData, object.binaryData].some((field) => isRecord(field) && Object.values(field).some((value) => startsWith(value, 'ENC[')))
 }
 
 interface ContentContext {
@@ -427,12 +408,7 @@ interface ContentContext {
 }
 
 /** The digest content, or null (after reporting) when the apiserver would reject the object. */
-function readContent(
-  kind: SourceKind,
-  object: JsonRecord,
-  context: DocContext,
-  about: ContentContext,
-): DigestContent | null {
+function readContent(kind: SourceKind, object: JsonRecord, context: DocContext, about: ContentContext): DigestContent | null {
   const errorsBefore = context.errorCount()
   const content = kind === 'ConfigMap' ? configMapContent(object, context, about) : secretContent(object, context, about)
   return context.errorCount() > errorsBefore ? null : content
@@ -464,12 +440,7 @@ const DATA_KEY = /^[-._a-zA-Z0-9]+$/
 const MAX_KEY = 253
 
 /** A map of string values; every non-string value is reported at its own line. */
-function stringMap(
-  object: JsonRecord,
-  field: string,
-  context: DocContext,
-  about: ContentContext,
-): Record<string, string> {
+function stringMap(object: JsonRecord, field: string, context: DocContext, about: ContentContext): Record<string, string> {
   const value = object[field]
   if (value === undefined || value === null) return {}
   if (!isRecord(value)) {
@@ -482,9 +453,7 @@ function stringMap(
       const message = `${about.subject}: ${field} key ${quote(key)} is not a valid key (letters, digits, '-', '_', '.'), skipped`
       context.report('error', context.lineOf([field, key]), message)
     } else if (typeof item !== 'string') {
-      const message =
-        `${about.subject}: ${field}.${key} is ${describe(item)}, not a string; quote it ` +
-        `(the apiserver rejects non-string values), skipped`
+      const message = `${about.subject}: ${field}.${key} is ${describe(item)}, not a string; quote it ` + `(the apiserver rejects non-string values), skipped`
       context.report('error', context.lineOf([field, key]), message)
     } else {
       entries.push([key, item])

@@ -17,16 +17,42 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
   const ready = condition(live, 'Ready')
   const before = t.before.status.history[0]
   const after = live.status.history[0]
-  const base = { namespace: t.planned.namespace, name: t.planned.name, sources: t.planned.sources, token: t.token, revisionBefore: before?.version, revisionAfter: after?.version, durationMs: now - t.startedAt }
+  const base = {
+    namespace: t.planned.namespace,
+    name: t.planned.name,
+    sources: t.planned.sources,
+    token: t.token,
+    revisionBefore: before?.version,
+    revisionAfter: after?.version,
+    durationMs: now - t.startedAt,
+  }
   if (ready?.status === 'False') {
-    return { ...base, status: Status.Failed, reason: ready.reason || 'NotReady', message: `${ready.message || 'Ready=False'}${retryNote(live)}`, severity: 'error' }
+    return {
+      ...base,
+      status: Status.Failed,
+      reason: ready.reason || 'NotReady',
+      message: `${ready.message || 'Ready=False'}${retryNote(live)}`,
+      severity: 'error',
+    }
   }
   if (after === undefined || after.status !== 'deployed') {
-    return { ...base, status: Status.Failed, reason: 'NotDeployed', message: `latest Helm release is ${after?.status ?? 'missing'}, not deployed`, severity: 'error' }
+    return {
+      ...base,
+      status: Status.Failed,
+      reason: 'NotDeployed',
+      message: `latest Helm release is ${after?.status ?? 'missing'}, not deployed`,
+      severity: 'error',
+    }
   }
   const newRevision = before === undefined || after.version !== before.version
   if (newRevision || after.configDigest !== before.configDigest) {
-    return { ...base, status: Status.Upgraded, reason: ready?.reason || 'UpgradeSucceeded', message: ready?.message || `revision ${after.version} deployed`, severity: 'none' }
+    return {
+      ...base,
+      status: Status.Upgraded,
+      reason: ready?.reason || 'UpgradeSucceeded',
+      message: ready?.message || `revision ${after.version} deployed`,
+      severity: 'none',
+    }
   }
   return { ...base, status: Status.Unchanged, reason: 'Unchanged', message: 'reconciled; values unchanged, no new Helm revision', severity: 'none' }
 }
@@ -49,7 +75,8 @@ function handled(t: Triggered, live: HelmRelease): boolean {
 /** Said after a failure: whether helm-controller goes on retrying by itself. */
 function retryNote(live: HelmRelease): string {
   if (condition(live, 'Stalled')?.status === 'True') return ' (stalled: helm-controller will not retry until reset)'
-  if (condition(live, 'Reconciling')?.status === 'True') return ` (helm-controller keeps retrying; ${live.status.failures} failure${live.status.failures === 1 ? '' : 's'} so far)`
+  if (condition(live, 'Reconciling')?.status === 'True')
+    return ` (helm-controller keeps retrying; ${live.status.failures} failure${live.status.failures === 1 ? '' : 's'} so far)`
   return ''
 }
 
@@ -58,8 +85,12 @@ export function lastSeen(t: Triggered, live: HelmRelease | undefined): string {
   if (live === undefined) return 'release not seen since the patch'
   const ready = condition(live, 'Ready')
   const reconciling = condition(live, 'Reconciling')
-  const handledNote = live.status.lastHandledReconcileAt === t.token ? 'token handled' : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
-  const readyNote = ready === undefined ? 'no Ready condition' : `Ready=${ready.status}${ready.reason ? ` ${ready.reason}` : ''}${ready.message ? `: ${ready.message}` : ''}`
+  const handledNote =
+    live.status.lastHandledReconcileAt === t.token
+      ? 'token handled'
+      : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
+  const readyNote =
+    ready === undefined ? 'no Ready condition' : `Ready=${ready.status}${ready.reason ? ` ${ready.reason}` : ''}${ready.message ? `: ${ready.message}` : ''}`
   return `${handledNote}; ${readyNote}${reconciling?.status === 'True' ? `; Reconciling: ${reconciling.message}` : ''}`
 }
 
@@ -115,7 +146,14 @@ export function createOutcomeWaiter(deps: { clock: Clock; log: Logger }): Outcom
  * the deadline passes. Returns false when watching is refused (RBAC without `watch`): the
  * caller then polls with GETs instead of retrying what can never succeed.
  */
-async function watchNamespace(cluster: ClusterClient, namespace: string, anyPending: () => boolean, observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<boolean> {
+async function watchNamespace(
+  cluster: ClusterClient,
+  namespace: string,
+  anyPending: () => boolean,
+  observe: (r: HelmRelease) => void,
+  deadline: number,
+  deps: { clock: Clock; log: Logger },
+): Promise<boolean> {
   let backoff = 500
   while (anyPending() && deps.clock.now() < deadline) {
     const controller = new AbortController()
@@ -153,7 +191,13 @@ async function watchNamespace(cluster: ClusterClient, namespace: string, anyPend
 }
 
 /** GET each pending release until it is done or the deadline passes. */
-async function pollNamespace(cluster: ClusterClient, pending: () => readonly Triggered[], observe: (r: HelmRelease) => void, deadline: number, deps: { clock: Clock; log: Logger }): Promise<void> {
+async function pollNamespace(
+  cluster: ClusterClient,
+  pending: () => readonly Triggered[],
+  observe: (r: HelmRelease) => void,
+  deadline: number,
+  deps: { clock: Clock; log: Logger },
+): Promise<void> {
   let delay = 500
   while (pending().length > 0 && deps.clock.now() < deadline) {
     for (const t of pending()) {

@@ -288,11 +288,13 @@ function readFiles(input: PlanInput): Files {
   const { options } = input
   const manifestOptions = manifestOptionsOf(options)
   const inScope = pathFilter(options.paths)
-  const parse = (changed: boolean) => (file: FileToRead): ParsedAt => ({
-    path: file.path,
-    parsed: input.parsed?.get(file.content) ?? parseManifestFile(file.path, file.content, manifestOptions),
-    changed,
-  })
+  const parse =
+    (changed: boolean) =>
+    (file: FileToRead): ParsedAt => ({
+      path: file.path,
+      parsed: input.parsed?.get(file.content) ?? parseManifestFile(file.path, file.content, manifestOptions),
+      changed,
+    })
   const toRead = changedToRead(input)
   const changedHead = toRead.head.map(parse(true))
   const changedBase = toRead.base.map(parse(true))
@@ -508,10 +510,7 @@ function targetsOf(source: SourceManifest, context: TargetContext): PlannedTarge
   return addValuesFromTargets(annotated, consumers)
 }
 
-function addValuesFromTargets(
-  targets: readonly PlannedTarget[],
-  consumers: readonly ReleaseRef[] | undefined,
-): PlannedTarget[] {
+function addValuesFromTargets(targets: readonly PlannedTarget[], consumers: readonly ReleaseRef[] | undefined): PlannedTarget[] {
   const extra: PlannedTarget[] = (consumers ?? []).map((ref) => ({ namespace: ref.namespace, name: ref.name, reasons: ['valuesFrom'] }))
   return mergeTargets([...targets, ...extra])
 }
@@ -525,9 +524,7 @@ function mergeTargets(targets: readonly PlannedTarget[]): PlannedTarget[] {
     for (const reason of target.reasons) entry.reasons.add(reason)
     byRelease.set(key, entry)
   }
-  return [...byRelease.values()]
-    .map(({ ref, reasons }) => ({ ...ref, reasons: [...reasons].sort(compareText) }))
-    .sort(compareRelease)
+  return [...byRelease.values()].map(({ ref, reasons }) => ({ ...ref, reasons: [...reasons].sort(compareText) })).sort(compareRelease)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -71,7 +71,8 @@ const PULL_REQUEST_EVENTS: ReadonlySet<string> = new Set(['pull_request', 'pull_
  */
 export function clusterRefused(eventName: string, event: GitHubEventLike, allowPullRequests: boolean): string | undefined {
   if (!PULL_REQUEST_EVENTS.has(eventName) && event.pull_request === undefined) return undefined
-  if (event.pull_request?.fromFork !== false) return `${eventName} event from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
+  if (event.pull_request?.fromFork !== false)
+    return `${eventName} event from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
   if (!allowPullRequests) return `${eventName} event: plan only (set allow-pull-requests: true to trigger from pull requests)`
   return undefined
 }

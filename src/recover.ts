@@ -47,19 +47,36 @@ export function decideRecovery(live: HelmRelease, now: number, policy: RecoveryP
   if (ready?.status === 'True') return attempts > 0 || live.annotations[keys.recoverAt] !== undefined ? { action: 'reset-budget' } : { action: 'ignore' }
   if (ready?.status !== 'False') return { action: 'ignore' }
   const message = ready.message || ready.reason
-  if (live.suspend) return { action: 'skip', reason: RecoverReason.Suspended, message: `spec.suspend is true; left alone (failing: ${message})`, severity: 'none' }
+  if (live.suspend)
+    return { action: 'skip', reason: RecoverReason.Suspended, message: `spec.suspend is true; left alone (failing: ${message})`, severity: 'none' }
   const stalled = isStalled(live)
   const pattern = policy.patterns.find((p) => p.test(ready.message))
   if (!stalled && pattern === undefined) {
-    return { action: 'skip', reason: RecoverReason.NotTransient, message: `failing for a reason recover-patterns do not match; left alone: ${message}`, severity: 'warning' }
+    return {
+      action: 'skip',
+      reason: RecoverReason.NotTransient,
+      message: `failing for a reason recover-patterns do not match; left alone: ${message}`,
+      severity: 'warning',
+    }
   }
   if (attempts >= policy.maxAttempts) {
-    return { action: 'skip', reason: RecoverReason.BudgetExhausted, message: `${attempts} recovery attempts made (recover-max-attempts ${policy.maxAttempts}) and still failing: ${message}`, severity: 'error' }
+    return {
+      action: 'skip',
+      reason: RecoverReason.BudgetExhausted,
+      message: `${attempts} recovery attempts made (recover-max-attempts ${policy.maxAttempts}) and still failing: ${message}`,
+      severity: 'error',
+    }
   }
   const last = lastAttemptAt(live, keys)
   if (last !== undefined && attempts > 0) {
     const next = last + policy.backoffMs * 2 ** (attempts - 1)
-    if (now < next) return { action: 'skip', reason: RecoverReason.BackingOff, message: `attempt ${attempts + 1} not before ${new Date(next).toISOString()} (in ${formatDuration(next - now)})`, severity: 'none' }
+    if (now < next)
+      return {
+        action: 'skip',
+        reason: RecoverReason.BackingOff,
+        message: `attempt ${attempts + 1} not before ${new Date(next).toISOString()} (in ${formatDuration(next - now)})`,
+        severity: 'none',
+      }
   }
   const why = stalled ? `stalled (${ready.reason || 'RetriesExceeded'})` : `failed with a transient error (matches /${pattern?.source ?? ''}/)`
   return { action: 'recover', attempt: attempts + 1, why }
@@ -124,7 +141,16 @@ export async function runRecover(settings: Settings, deps: RecoverDeps): Promise
   const results = [...settled, ...waited].sort((a, b) => releaseKey(a).localeCompare(releaseKey(b)))
   const scope = settings.namespaces.length > 0 ? `namespaces ${settings.namespaces.join(', ')}` : 'all namespaces'
   const note = `Recover: ${releases.length} HelmReleases checked in ${scope}; budget ${settings.recoverMaxAttempts} attempts, backoff ${formatDuration(settings.recoverBackoffMs)} doubling.`
-  return { range: undefined, plan: { sources: [], releases: [], problems: [] }, planOnly: undefined, dryRun: settings.dryRun, sources: [], results, notes: [note], problems: [] }
+  return {
+    range: undefined,
+    plan: { sources: [], releases: [], problems: [] },
+    planOnly: undefined,
+    dryRun: settings.dryRun,
+    sources: [],
+    results,
+    notes: [note],
+    problems: [],
+  }
 }
 
 interface Scope {
@@ -138,7 +164,17 @@ async function recoverRelease(cluster: ClusterClient, first: HelmRelease, scope:
   const { settings, policy, deps } = scope
   const started = deps.clock.now()
   const result = (live: HelmRelease, status: Status, reason: string, message: string, severity: ReleaseResult['severity']): Outcome => ({
-    result: { namespace: live.namespace, name: live.name, sources: [], status, reason, message, durationMs: deps.clock.now() - started, severity, revisionBefore: live.status.history[0]?.version },
+    result: {
+      namespace: live.namespace,
+      name: live.name,
+      sources: [],
+      status,
+      reason,
+      message,
+      durationMs: deps.clock.now() - started,
+      severity,
+      revisionBefore: live.status.history[0]?.version,
+    },
   })
   let live: HelmRelease | undefined = first
   for (let attempt = 1; live !== undefined; attempt++) {
@@ -156,7 +192,17 @@ async function recoverRelease(cluster: ClusterClient, first: HelmRelease, scope:
           const token = newToken(new Date(deps.clock.now()), scope.sequence.n++)
           const patched = await cluster.patchRelease(live, recoveryPatch(live, decision.attempt, token, policy.keys), { dryRun: settings.dryRun })
           if (!settings.dryRun) await recordRecovery(cluster, patched, decision, scope)
-          return { triggered: { planned: { namespace: live.namespace, name: live.name, sources: [] }, release: patched, before: live, token, force: false, reset: true, startedAt: started } }
+          return {
+            triggered: {
+              planned: { namespace: live.namespace, name: live.name, sources: [] },
+              release: patched,
+              before: live,
+              token,
+              force: false,
+              reset: true,
+              startedAt: started,
+            },
+          }
         }
       }
     } catch (error) {

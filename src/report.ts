@@ -87,9 +87,13 @@ export function failureOf(report: TriggerReport, failOn: FailOn): string | undef
     ...report.sources.filter((s) => !s.applied).map((s) => `${s.id} never reached the cluster`),
     ...report.problems.filter((p) => p.severity === 'error').map((p) => `${location(p)}: ${p.message}`),
   ]
-  const warnings = failOn === 'warning'
-    ? [...report.results.filter((r) => r.severity === 'warning').map((r) => `${releaseKey(r)}: ${r.reason}`), ...report.problems.filter((p) => p.severity === 'warning').map((p) => `${location(p)}: ${p.message}`)]
-    : []
+  const warnings =
+    failOn === 'warning'
+      ? [
+          ...report.results.filter((r) => r.severity === 'warning').map((r) => `${releaseKey(r)}: ${r.reason}`),
+          ...report.problems.filter((p) => p.severity === 'warning').map((p) => `${location(p)}: ${p.message}`),
+        ]
+      : []
   const all = [...errors, ...warnings]
   if (all.length === 0) return undefined
   const more = all.length > 5 ? ` and ${all.length - 5} more` : ''
@@ -122,7 +126,12 @@ export function summaryMarkdown(report: TriggerReport): string {
   const unapplied = report.sources.filter((s) => !s.applied)
   if (unapplied.length > 0) lines.push('', '### Sources that never reached the cluster', '', ...unapplied.map((s) => `- ❌ ${cell(s.message)}`))
   if (report.problems.length > 0) {
-    lines.push('', '### Manifest problems', '', ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} \`${cell(location(p))}\` ${cell(p.message)}`))
+    lines.push(
+      '',
+      '### Manifest problems',
+      '',
+      ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} \`${cell(location(p))}\` ${cell(p.message)}`),
+    )
   }
   return `${lines.join('\n')}\n`
 }
@@ -134,14 +143,20 @@ function planTable(sources: readonly PlannedSource[]): string[] {
     '',
     '| Source | Change | Digest | File | Targets |',
     '| --- | --- | --- | --- | --- |',
-    ...sources.map((s) => `| \`${cell(s.id)}\` | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | \`${cell(s.origin.file)}:${s.origin.line}\` | ${s.targets.map((t) => `\`${cell(releaseKey(t))}\``).join(', ') || '—'} |`),
+    ...sources.map(
+      (s) =>
+        `| \`${cell(s.id)}\` | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | \`${cell(s.origin.file)}:${s.origin.line}\` | ${s.targets.map((t) => `\`${cell(releaseKey(t))}\``).join(', ') || '—'} |`,
+    ),
   ]
 }
 
 function resultTable(report: TriggerReport): string[] {
   // Recovered releases have no source: one row each all the same.
   const rows = report.results.flatMap((r) =>
-    (r.sources.length > 0 ? r.sources : [undefined]).map((s) => `| ${s === undefined ? '—' : `\`${cell(s.id)}\``} | \`${cell(releaseKey(r))}\` | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`),
+    (r.sources.length > 0 ? r.sources : [undefined]).map(
+      (s) =>
+        `| ${s === undefined ? '—' : `\`${cell(s.id)}\``} | \`${cell(releaseKey(r))}\` | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
+    ),
   )
   return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
 }
@@ -158,7 +173,12 @@ export function textReport(report: TriggerReport): string {
   const out: string[] = [`helmrelease-trigger: ${headline(report)}`, ...range, ...report.notes.map((n) => `note: ${n}`)]
   if (report.planOnly !== undefined) out.push(report.planOnly)
   const header = ['SOURCE', 'CHANGE', 'DIGEST', 'TARGETS']
-  const sourceRows = report.plan.sources.map((s) => [s.id, s.change, s.digest === undefined ? '-' : short(s.digest), s.targets.map(releaseKey).join(',') || '-'])
+  const sourceRows = report.plan.sources.map((s) => [
+    s.id,
+    s.change,
+    s.digest === undefined ? '-' : short(s.digest),
+    s.targets.map(releaseKey).join(',') || '-',
+  ])
   if (sourceRows.length > 0) out.push('', ...columns([header, ...sourceRows]))
   if (report.results.length > 0) {
     const rows = report.results.map((r) => [releaseKey(r), r.status, r.reason, revision(r), formatDuration(r.durationMs), r.message])

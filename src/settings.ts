@@ -179,7 +179,9 @@ function namespaces(read: InputReader): readonly string[] {
   const items = lines(read, 'namespaces', [])
   const bad = items.find((n) => !isDnsLabel(n))
   if (bad !== undefined) {
-    throw new ConfigurationError(`Input 'namespaces' must list namespace names (lowercase letters, digits and '-'), one per line or comma-separated; got '${bad}'.`)
+    throw new ConfigurationError(
+      `Input 'namespaces' must list namespace names (lowercase letters, digits and '-'), one per line or comma-separated; got '${bad}'.`,
+    )
   }
   return [...new Set(items)].sort()
 }
@@ -194,7 +196,9 @@ function patterns(read: InputReader): readonly RegExp[] {
     try {
       return new RegExp(source, 'im')
     } catch (error) {
-      throw new ConfigurationError(`Input 'recover-patterns' has an invalid regular expression '${source}': ${error instanceof Error ? error.message : String(error)}.`)
+      throw new ConfigurationError(
+        `Input 'recover-patterns' has an invalid regular expression '${source}': ${error instanceof Error ? error.message : String(error)}.`,
+      )
     }
   })
 }

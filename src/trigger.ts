@@ -88,8 +88,17 @@ export async function preparePlan(settings: Settings, context: RunContext, git: 
     git,
   )
   const filter = pathFilter(settings.paths)
-  const [changes, headFiles] = await Promise.all([range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter), git.headFiles(range.head, filter)])
-  const options = { prefix: settings.annotationPrefix, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover, paths: settings.paths }
+  const [changes, headFiles] = await Promise.all([
+    range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
+    git.headFiles(range.head, filter),
+  ])
+  const options = {
+    prefix: settings.annotationPrefix,
+    defaultNamespace: settings.defaultNamespace,
+    semanticDigest: settings.semanticDigest,
+    discover: settings.discover,
+    paths: settings.paths,
+  }
   const input = { changes, headFiles, fullSync: range.fullSync, options }
   return { range, plan: planChanges({ ...input, parsed: await parseInParallel(input) }), headFiles }
 }
@@ -129,16 +138,30 @@ export async function runTrigger(settings: Settings, context: RunContext, deps: 
   const events: ReleaseEvent[] = []
   const patchDeadline = deps.clock.now() + settings.timeoutMs
   const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) =>
-    triggerRelease(cluster, release, { keys, settings, context, unapplied, deps, sequence, head: range.head, baseline, observed, observedDigests, events, deadline: patchDeadline }),
+    triggerRelease(cluster, release, {
+      keys,
+      settings,
+      context,
+      unapplied,
+      deps,
+      sequence,
+      head: range.head,
+      baseline,
+      observed,
+      observedDigests,
+      events,
+      deadline: patchDeadline,
+    }),
   )
 
   const triggered = outcomes.flatMap((o) => ('triggered' in o ? [o.triggered] : []))
   const settled = outcomes.flatMap((o) => ('result' in o ? [o.result] : []))
   // Events are a record, not the trigger: written once every patch is sent, while helm-controller works.
   const recorded = flushEvents(cluster, events, settings.maxConcurrency, deps.log)
-  const waited = settings.wait && !settings.dryRun && deps.outcome !== undefined && triggered.length > 0
-    ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs)
-    : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
+  const waited =
+    settings.wait && !settings.dryRun && deps.outcome !== undefined && triggered.length > 0
+      ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs)
+      : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
   await recorded
   await recordFailures(cluster, waited, triggered, context, deps)
 
@@ -175,7 +198,11 @@ export const LIST_FROM = 50
  * namespace's list maps to undefined. A namespace that cannot be listed (no `list` verb, any
  * error) is left out: its releases are read one by one, and report their own errors.
  */
-async function observeReleases(cluster: ClusterClient, releases: readonly PlannedRelease[], concurrency: number): Promise<Map<string, HelmRelease | undefined>> {
+async function observeReleases(
+  cluster: ClusterClient,
+  releases: readonly PlannedRelease[],
+  concurrency: number,
+): Promise<Map<string, HelmRelease | undefined>> {
   const byNamespace = new Map<string, PlannedRelease[]>()
   for (const r of releases) {
     const targets = byNamespace.get(r.namespace)
@@ -201,7 +228,11 @@ async function observeReleases(cluster: ClusterClient, releases: readonly Planne
  * Each plain source of these releases read once (undefined: gone), for the superseded check of
  * the listed releases; undefined when a read fails (each release then reads its own).
  */
-async function sourceDigests(cluster: ClusterClient, releases: readonly PlannedRelease[], settings: Settings): Promise<Map<SourceId, Digest | undefined> | undefined> {
+async function sourceDigests(
+  cluster: ClusterClient,
+  releases: readonly PlannedRelease[],
+  settings: Settings,
+): Promise<Map<SourceId, Digest | undefined> | undefined> {
   const ids = [...new Set(releases.flatMap((r) => r.sources.filter((s) => !s.encrypted).map((s) => s.id)))]
   try {
     const read = await mapLimit(ids, settings.maxConcurrency, async (id) => {
@@ -226,7 +257,16 @@ async function flushEvents(cluster: ClusterClient, events: readonly ReleaseEvent
 }
 
 function planned(plan: Plan): ReleaseResult[] {
-  return plan.releases.map((r) => ({ namespace: r.namespace, name: r.name, sources: r.sources, status: Status.Planned, reason: SkipReason.PlanOnly, message: 'plan only', durationMs: 0, severity: 'none' }))
+  return plan.releases.map((r) => ({
+    namespace: r.namespace,
+    name: r.name,
+    sources: r.sources,
+    status: Status.Planned,
+    reason: SkipReason.PlanOnly,
+    message: 'plan only',
+    durationMs: 0,
+    severity: 'none',
+  }))
 }
 
 /**
@@ -253,7 +293,15 @@ async function clusterReleases(cluster: ClusterClient, plan: Plan, notes: string
 
 // ---- Step 4: wait for apply -------------------------------------------------------------
 
-async function applySources(cluster: ClusterClient, plan: Plan, headFiles: readonly HeadFile[], head: string, settings: Settings, deadline: number, deps: TriggerDeps): Promise<SourceResult[]> {
+async function applySources(
+  cluster: ClusterClient,
+  plan: Plan,
+  headFiles: readonly HeadFile[],
+  head: string,
+  settings: Settings,
+  deadline: number,
+  deps: TriggerDeps,
+): Promise<SourceResult[]> {
   const needed = plan.sources.filter((s) => s.change !== 'deleted' && s.targets.length > 0)
   if (settings.apply) await applyManifests(cluster, needed, headFiles, settings, deps.log)
   if (!settings.waitForApply && !settings.apply) return []
@@ -268,7 +316,14 @@ const APPLY_POLL_MS = 200
 const APPLY_FAST_POLL_MS = 30_000
 const APPLY_SLOW_POLL_MS = 1_000
 
-async function waitForSource(cluster: ClusterClient, source: PlannedSource, head: string, settings: Settings, deadline: number, deps: TriggerDeps): Promise<SourceResult> {
+async function waitForSource(
+  cluster: ClusterClient,
+  source: PlannedSource,
+  head: string,
+  settings: Settings,
+  deadline: number,
+  deps: TriggerDeps,
+): Promise<SourceResult> {
   const started = deps.clock.now()
   let last = 'not found in the cluster'
   for (;;) {
@@ -286,7 +341,13 @@ async function waitForSource(cluster: ClusterClient, source: PlannedSource, head
 }
 
 /** The live object holds the commit's content: equal digest, or for SOPS Secrets, its Kustomization applied the head commit. */
-async function arrived(cluster: ClusterClient, source: PlannedSource, live: LiveSource, head: string, settings: Settings): Promise<{ arrived: boolean; seen: string }> {
+async function arrived(
+  cluster: ClusterClient,
+  source: PlannedSource,
+  live: LiveSource,
+  head: string,
+  settings: Settings,
+): Promise<{ arrived: boolean; seen: string }> {
   if (source.encrypted) {
     const name = live.labels['kustomize.toolkit.fluxcd.io/name']
     const namespace = live.labels['kustomize.toolkit.fluxcd.io/namespace']
@@ -306,7 +367,13 @@ export function liveDigest(live: LiveSource, semantic: boolean): Digest {
 }
 
 /** apply: true — server-side apply the changed sources from the head commit (no kustomize-controller). */
-async function applyManifests(cluster: ClusterClient, sources: readonly PlannedSource[], headFiles: readonly HeadFile[], settings: Settings, log: Logger): Promise<void> {
+async function applyManifests(
+  cluster: ClusterClient,
+  sources: readonly PlannedSource[],
+  headFiles: readonly HeadFile[],
+  settings: Settings,
+  log: Logger,
+): Promise<void> {
   const files = new Map(headFiles.map((f) => [f.path, f]))
   await mapLimit(sources, settings.maxConcurrency, async (source) => {
     if (source.encrypted) {
@@ -331,7 +398,12 @@ function manifestObject(file: HeadFile | undefined, source: PlannedSource): Kube
     if (metadata['name'] !== source.name) continue
     if (metadata['namespace'] !== undefined && metadata['namespace'] !== source.namespace) continue
     const object: Record<string, unknown> = { ...value }
-    return { ...object, apiVersion: 'v1', kind: source.kind, metadata: { name: source.name, namespace: source.namespace, labels: stringMap(metadata['labels']), annotations: stringMap(metadata['annotations']) } }
+    return {
+      ...object,
+      apiVersion: 'v1',
+      kind: source.kind,
+      metadata: { name: source.name, namespace: source.namespace, labels: stringMap(metadata['labels']), annotations: stringMap(metadata['annotations']) },
+    }
   }
   return undefined
 }
@@ -382,18 +454,35 @@ export async function triggerRelease(cluster: ClusterClient, planned: PlannedRel
   const { settings, deps } = scope
   const started = deps.clock.now()
   const settle = (status: Status, reason: string, message: string, severity: ReleaseResult['severity'], live?: HelmRelease): Outcome => ({
-    result: { namespace: planned.namespace, name: planned.name, sources: planned.sources, status, reason, message, durationMs: deps.clock.now() - started, severity, revisionBefore: live?.status.history[0]?.version },
+    result: {
+      namespace: planned.namespace,
+      name: planned.name,
+      sources: planned.sources,
+      status,
+      reason,
+      message,
+      durationMs: deps.clock.now() - started,
+      severity,
+      revisionBefore: live?.status.history[0]?.version,
+    },
   })
   const missing = planned.sources.filter((s) => scope.unapplied.has(s.id))
   if (missing.length > 0) {
     return settle(Status.Failed, SkipReason.SourceNotApplied, `not patched: ${missing.map((s) => s.id).join(', ')} never reached the cluster`, 'error')
   }
   if (scope.deadline !== undefined && started > scope.deadline) {
-    return settle(Status.TimedOut, 'NotAttempted', `not patched: the timeout (${formatDuration(settings.timeoutMs)}) passed before its turn; the API server answered too slowly or not at all`, 'error')
+    return settle(
+      Status.TimedOut,
+      'NotAttempted',
+      `not patched: the timeout (${formatDuration(settings.timeoutMs)}) passed before its turn; the API server answered too slowly or not at all`,
+      'error',
+    )
   }
   const done = async (release: HelmRelease, sent: Sent): Promise<Outcome> => {
     if (!settings.dryRun) await recordTrigger(cluster, release, planned, sent.decision, scope)
-    return { triggered: { planned, release, before: sent.before, token: sent.token, force: sent.decision.force, reset: sent.decision.reset, startedAt: started } }
+    return {
+      triggered: { planned, release, before: sent.before, token: sent.token, force: sent.decision.force, reset: sent.decision.reset, startedAt: started },
+    }
   }
   let sent: Sent | undefined
   try {
@@ -403,10 +492,22 @@ export async function triggerRelease(cluster: ClusterClient, planned: PlannedRel
       // Our last patch landed though its answer was lost (its retry then conflicted with it).
       if (sent !== undefined && live !== undefined && patchLanded(live, sent.token, scope.keys)) return await done(live, sent)
       const decision = decide({ planned, live, digestKey: scope.keys.configDigest, force: settings.force, reset: settings.reset })
-      if (decision.action === 'skip' || live === undefined) return settle(Status.Skipped, skipReason(decision), skipMessage(decision), decision.action === 'skip' && decision.reason === SkipReason.NotFound ? 'warning' : 'none')
+      if (decision.action === 'skip' || live === undefined)
+        return settle(
+          Status.Skipped,
+          skipReason(decision),
+          skipMessage(decision),
+          decision.action === 'skip' && decision.reason === SkipReason.NotFound ? 'warning' : 'none',
+        )
       // After the release read whose resourceVersion the patch carries: a newer run that wrote
       // since makes the patch conflict, one that writes later writes last (never a regression).
-      const moved = settings.waitForApply || settings.apply ? supersededBy(planned, listed && scope.observedDigests !== undefined ? scope.observedDigests : await liveDigests(cluster, planned, settings.semanticDigest)) : undefined
+      const moved =
+        settings.waitForApply || settings.apply
+          ? supersededBy(
+              planned,
+              listed && scope.observedDigests !== undefined ? scope.observedDigests : await liveDigests(cluster, planned, settings.semanticDigest),
+            )
+          : undefined
       if (moved !== undefined) return settle(Status.Skipped, skipReason(moved), skipMessage(moved), 'none')
       const token = newToken(new Date(deps.clock.now()), scope.sequence.n++)
       const patch = buildPatch(live, planned, decision, token, scope.keys)
@@ -429,7 +530,10 @@ export async function triggerRelease(cluster: ClusterClient, planned: PlannedRel
       })
       if (live !== undefined && patchLanded(live, uncertain.token, scope.keys)) return await done(live, uncertain)
     }
-    const message = uncertain !== undefined && unread ? `${messageOf(error)} Whether the patch (requestedAt ${uncertain.token}) landed could not be read back.` : messageOf(error)
+    const message =
+      uncertain !== undefined && unread
+        ? `${messageOf(error)} Whether the patch (requestedAt ${uncertain.token}) landed could not be read back.`
+        : messageOf(error)
     deps.log.warning(`${releaseKey(planned)}: ${message}`)
     return settle(Status.Failed, error instanceof ForbiddenError ? 'Forbidden' : 'PatchFailed', message, 'error')
   }
@@ -501,7 +605,13 @@ function triggeredResult(t: Triggered, dryRun: boolean, now: number): ReleaseRes
 }
 
 /** A Warning Event on each release whose upgrade failed, so `kubectl describe` shows it too. */
-async function recordFailures(cluster: ClusterClient, results: readonly ReleaseResult[], triggered: readonly Triggered[], context: RunContext, deps: TriggerDeps): Promise<void> {
+async function recordFailures(
+  cluster: ClusterClient,
+  results: readonly ReleaseResult[],
+  triggered: readonly Triggered[],
+  context: RunContext,
+  deps: TriggerDeps,
+): Promise<void> {
   const byKey = new Map(triggered.map((t) => [releaseKey(t.planned), t.release]))
   await Promise.all(
     results
@@ -511,7 +621,10 @@ async function recordFailures(cluster: ClusterClient, results: readonly ReleaseR
         if (release === undefined) return
         const run = context.runUrl === undefined ? '' : ` Run: ${context.runUrl}`
         try {
-          await cluster.recordEvent({ release, type: 'Warning', reason: 'UpgradeFailed', message: `${r.status} after the config change: ${r.message}.${run}` }, { dryRun: false })
+          await cluster.recordEvent(
+            { release, type: 'Warning', reason: 'UpgradeFailed', message: `${r.status} after the config change: ${r.message}.${run}` },
+            { dryRun: false },
+          )
         } catch (error) {
           deps.log.warning(`${releaseKey(r)}: could not record the Warning Event: ${messageOf(error)}`)
         }

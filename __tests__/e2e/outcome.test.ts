@@ -81,7 +81,10 @@ async function push(f: Fleet, files: Record<string, string>, inputs: Record<stri
   })
 }
 
-function parsed(run: ActionRun, name: string): { name: string; status: string; reason: string; message: string; revisionBefore?: number; revisionAfter?: number; token?: string }[] {
+function parsed(
+  run: ActionRun,
+  name: string,
+): { name: string; status: string; reason: string; message: string; revisionBefore?: number; revisionAfter?: number; token?: string }[] {
   return JSON.parse(run.outputs[name] ?? '[]')
 }
 
@@ -120,7 +123,7 @@ describe('trigger and wait, with the real helm-controller', () => {
     expect(run.summary).toContain('nothing to trigger')
   })
 
-  it('fails with helm-controller\'s message when the values break the chart', async () => {
+  it("fails with helm-controller's message when the values break the chart", async () => {
     await applyConfigMap(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
     const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
     expect(broken.exitCode).toBe(1)
@@ -142,10 +145,13 @@ describe('a release stalled with its retries exhausted', () => {
     await applyConfigMap(f.namespace, 'greeting: hi\n"bad key": 1')
     const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hi\n"bad key": 1') })
     expect(broken.exitCode).toBe(1)
-    await cluster.waitFor(async () => {
-      const conditions = ((await cluster.getHelmRelease(f.namespace, 'app')).status?.conditions ?? []) as { type: string; status: string }[]
-      return conditions.some((c) => c.type === 'Stalled' && c.status === 'True')
-    }, { timeoutMs: 60_000, message: 'a Stalled release' })
+    await cluster.waitFor(
+      async () => {
+        const conditions = ((await cluster.getHelmRelease(f.namespace, 'app')).status?.conditions ?? []) as { type: string; status: string }[]
+        return conditions.some((c) => c.type === 'Stalled' && c.status === 'True')
+      },
+      { timeoutMs: 60_000, message: 'a Stalled release' },
+    )
 
     // Applied after the push starts, as kustomize-controller would: a changed ConfigMap
     // lets helm-controller retry on its own, which would beat us to the upgrade.
@@ -179,7 +185,10 @@ describe('a release whose manifest changed with its ConfigMap', () => {
     const f = await fleet('e2e-once')
     fleets.push(f)
     await applyConfigMap(f.namespace, 'greeting: hola')
-    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hola'), 'apps/release.yaml': helmReleaseManifest(f.namespace, '2h') })
+    const run = await push(f, {
+      'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hola'),
+      'apps/release.yaml': helmReleaseManifest(f.namespace, '2h'),
+    })
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     const triggered = parsed(run, 'triggered')
     expect(triggered.map((t) => t.name)).toEqual(['app'])

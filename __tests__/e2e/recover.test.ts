@@ -34,7 +34,9 @@ async function failedRelease(prefix: string, message: string): Promise<string> {
   await cluster.applyHelmRepository(namespace)
   await values(namespace, `fail: "${message}"`)
   await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
-  await cluster.waitFor(async () => condition(await cluster.getHelmRelease(namespace, 'app'), 'Ready')?.message?.includes(message) ?? false, { timeoutMs: 120_000 })
+  await cluster.waitFor(async () => condition(await cluster.getHelmRelease(namespace, 'app'), 'Ready')?.message?.includes(message) ?? false, {
+    timeoutMs: 120_000,
+  })
   return namespace
 }
 
@@ -55,7 +57,13 @@ describe('recover with the real helm-controller', () => {
     const repo = createRepo()
     try {
       const sha = repo.commit('empty')
-      const run = await runAction({ workspace: repo.dir, eventName: 'schedule', event: {}, sha, inputs: { mode: 'recover', kubeconfig, namespaces: ns, timeout: '90s' } })
+      const run = await runAction({
+        workspace: repo.dir,
+        eventName: 'schedule',
+        event: {},
+        sha,
+        inputs: { mode: 'recover', kubeconfig, namespaces: ns, timeout: '90s' },
+      })
       expect(run.exitCode, run.stdout).toBe(0)
       expect(parsed(run, 'triggered')).toEqual([expect.objectContaining({ name: 'app', status: 'Upgraded' })])
       const live = await cluster.getHelmRelease(ns, 'app')
@@ -78,23 +86,40 @@ describe('recover with the real helm-controller', () => {
   it('leaves a non-transient failure and a suspended release untouched', async () => {
     const broken = await failedRelease('recover-broken', 'invalid value')
     const paused = await failedRelease('recover-paused', 'context deadline exceeded')
-    await cluster.custom.patchNamespacedCustomObject({ ...HELM_RELEASE, namespace: paused, name: 'app', body: { spec: { suspend: true } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
+    await cluster.custom.patchNamespacedCustomObject(
+      { ...HELM_RELEASE, namespace: paused, name: 'app', body: { spec: { suspend: true } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )
     const settings = parseSettings((n) => ({ namespaces: `${broken}\n${paused}` })[n] ?? '')
-    const report = await runRecover(settings, { connect: async () => createClusterClient(cluster.kubeconfig, cluster.server), clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
-    expect(report.results.map((r) => `${r.namespace}:${r.status}:${r.reason}`).sort()).toEqual([`${broken}:Skipped:NotTransient`, `${paused}:Skipped:Suspended`].sort())
+    const report = await runRecover(settings, {
+      connect: async () => createClusterClient(cluster.kubeconfig, cluster.server),
+      clock: systemClock,
+      log,
+      outcome: createOutcomeWaiter({ clock: systemClock, log }),
+    })
+    expect(report.results.map((r) => `${r.namespace}:${r.status}:${r.reason}`).sort()).toEqual(
+      [`${broken}:Skipped:NotTransient`, `${paused}:Skipped:Suspended`].sort(),
+    )
     for (const ns of [broken, paused]) expect(annotations(await cluster.getHelmRelease(ns, 'app'))['reconcile.fluxcd.io/requestedAt']).toBeUndefined()
   })
 
   it('stops after recover-max-attempts and honours the backoff between attempts', async () => {
     const ns = await failedRelease('recover-budget', 'context deadline exceeded')
     const connect = async () => createClusterClient(cluster.kubeconfig, cluster.server)
-    const run = (backoff: string) => runRecover(parseSettings((n) => ({ namespaces: ns, 'recover-max-attempts': '2', 'recover-backoff': backoff, wait: 'false' })[n] ?? ''), { connect, clock: systemClock, log })
+    const run = (backoff: string) =>
+      runRecover(
+        parseSettings((n) => ({ namespaces: ns, 'recover-max-attempts': '2', 'recover-backoff': backoff, wait: 'false' })[n] ?? ''),
+        { connect, clock: systemClock, log },
+      )
     // wait: false, so wait here until helm-controller has handled the last token and failed again.
     const failedAgain = async () =>
-      cluster.waitFor(async () => {
-        const live = await cluster.getHelmRelease(ns, 'app')
-        return live.status?.lastHandledReconcileAt === annotations(live)['reconcile.fluxcd.io/requestedAt'] && condition(live, 'Ready')?.status === 'False'
-      }, { timeoutMs: 60_000 })
+      cluster.waitFor(
+        async () => {
+          const live = await cluster.getHelmRelease(ns, 'app')
+          return live.status?.lastHandledReconcileAt === annotations(live)['reconcile.fluxcd.io/requestedAt'] && condition(live, 'Ready')?.status === 'False'
+        },
+        { timeoutMs: 60_000 },
+      )
     const reasons = async (backoff: string) => {
       const report = await run(backoff)
       await failedAgain()

@@ -88,10 +88,10 @@ describe('local cluster', () => {
       { ...HELM_REPOSITORY, namespace, name: 'charts', body: { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     )
-    await cluster.waitFor(
-      async () => (await readConfigMap(namespace, 'echo'))['demo.helmrelease-trigger.test/chart-version'] === '1.1.0',
-      { timeoutMs: 90_000, message: `${chart} 1.1.0 to be deployed` },
-    )
+    await cluster.waitFor(async () => (await readConfigMap(namespace, 'echo'))['demo.helmrelease-trigger.test/chart-version'] === '1.1.0', {
+      timeoutMs: 90_000,
+      message: `${chart} 1.1.0 to be deployed`,
+    })
     const release = await cluster.waitForHelmReleaseReady(namespace, 'echo')
     expect(release.status?.history?.[0]).toMatchObject({ status: 'deployed', chartVersion: '1.1.0' })
   })

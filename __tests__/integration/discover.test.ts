@@ -24,8 +24,18 @@ function settings(inputs: Record<string, string>) {
 }
 
 /** Suspended releases: helm-controller leaves them alone, the API still lists them. */
-async function createRelease(namespace: string, name: string, extra: { valuesFrom?: { kind: 'ConfigMap' | 'Secret'; name: string; optional?: boolean }[]; labels?: Record<string, string> } = {}) {
-  const body = helmRelease({ namespace, name, spec: { suspend: true }, ...(extra.valuesFrom ? { valuesFrom: extra.valuesFrom } : {}), ...(extra.labels ? { labels: extra.labels } : {}) })
+async function createRelease(
+  namespace: string,
+  name: string,
+  extra: { valuesFrom?: { kind: 'ConfigMap' | 'Secret'; name: string; optional?: boolean }[]; labels?: Record<string, string> } = {},
+) {
+  const body = helmRelease({
+    namespace,
+    name,
+    spec: { suspend: true },
+    ...(extra.valuesFrom ? { valuesFrom: extra.valuesFrom } : {}),
+    ...(extra.labels ? { labels: extra.labels } : {}),
+  })
   await cluster.custom.createNamespacedCustomObject({ ...HELM_RELEASE, namespace, body })
 }
 
@@ -37,7 +47,13 @@ describe('discover in the cluster', () => {
   it('labels releases that use valuesFrom, removes only our label from those that stopped, and lints', async () => {
     const ns = await cluster.createNamespace('discover')
     const other = await cluster.createNamespace('discover-other')
-    await createRelease(ns, 'reads', { valuesFrom: [{ kind: 'ConfigMap', name: 'covered' }, { kind: 'ConfigMap', name: 'plain' }, { kind: 'ConfigMap', name: 'gone' }] })
+    await createRelease(ns, 'reads', {
+      valuesFrom: [
+        { kind: 'ConfigMap', name: 'covered' },
+        { kind: 'ConfigMap', name: 'plain' },
+        { kind: 'ConfigMap', name: 'gone' },
+      ],
+    })
     await createRelease(ns, 'optional', { valuesFrom: [{ kind: 'Secret', name: 'maybe', optional: true }], labels: { [LABEL]: 'true' } })
     await createRelease(ns, 'stopped', { labels: { [LABEL]: 'true', team: 'web' } })
     await createRelease(other, 'elsewhere')
@@ -45,7 +61,11 @@ describe('discover in the cluster', () => {
     await configMap(ns, 'plain')
     await configMap(ns, 'cross', { [LABEL]: 'true' }, { 'nebius.ai/helmreleases-name': 'elsewhere', 'nebius.ai/helmreleases-namespace': other })
 
-    const report = await runDiscover(settings({ kubeconfig, namespaces: ns }), 'HEAD', { git: noGit, connect: async () => createClusterClient(cluster.kubeconfig, cluster.server), log })
+    const report = await runDiscover(settings({ kubeconfig, namespaces: ns }), 'HEAD', {
+      git: noGit,
+      connect: async () => createClusterClient(cluster.kubeconfig, cluster.server),
+      log,
+    })
 
     expect(report.labels.map((l) => `${l.name}:${l.action}:${l.status}`).sort()).toEqual(['reads:add:done', 'stopped:remove:done'])
     expect((await cluster.getHelmRelease(ns, 'reads')).metadata.labels).toEqual({ [LABEL]: 'true' })
@@ -60,18 +80,28 @@ describe('discover in the cluster', () => {
     ])
 
     // A second run has nothing left to change.
-    const again = await runDiscover(settings({ kubeconfig, namespaces: ns }), 'HEAD', { git: noGit, connect: async () => createClusterClient(cluster.kubeconfig, cluster.server), log })
+    const again = await runDiscover(settings({ kubeconfig, namespaces: ns }), 'HEAD', {
+      git: noGit,
+      connect: async () => createClusterClient(cluster.kubeconfig, cluster.server),
+      log,
+    })
     expect(again.labels).toEqual([])
   })
 
   it('lists 1,000 releases over several pages and labels every one that uses valuesFrom', async () => {
     const ns = await cluster.createNamespace('discover-many')
     const names = Array.from({ length: 1000 }, (_, i) => `r-${String(i).padStart(4, '0')}`)
-    await mapLimit(names, 25, (name, i) => createRelease(ns, name, i % 2 === 0 ? { valuesFrom: [{ kind: 'ConfigMap', name: 'shared' }] } : { labels: { [LABEL]: 'true' } }))
+    await mapLimit(names, 25, (name, i) =>
+      createRelease(ns, name, i % 2 === 0 ? { valuesFrom: [{ kind: 'ConfigMap', name: 'shared' }] } : { labels: { [LABEL]: 'true' } }),
+    )
     await configMap(ns, 'shared', { [LABEL]: 'true' })
     // Pages of 100: the listing must follow `continue` ten times.
     const client = createClusterClient(cluster.kubeconfig, cluster.server, { pageSize: 100 })
-    const report = await runDiscover(settings({ kubeconfig, namespaces: ns, 'max-concurrency': '20' }), 'HEAD', { git: noGit, connect: async () => client, log })
+    const report = await runDiscover(settings({ kubeconfig, namespaces: ns, 'max-concurrency': '20' }), 'HEAD', {
+      git: noGit,
+      connect: async () => client,
+      log,
+    })
     expect(report.releases).toBe(1000)
     expect(report.labels.filter((l) => l.action === 'add' && l.status === 'done')).toHaveLength(500)
     expect(report.labels.filter((l) => l.action === 'remove' && l.status === 'done')).toHaveLength(500)
@@ -87,7 +117,8 @@ describe('discover --from-git through the bundled action', () => {
 
   it('fails the pull request on a mistaken annotation, naming the file and line', async () => {
     repo.write({
-      'apps/release.yaml': 'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  valuesFrom:\n    - kind: ConfigMap\n      name: app-values\n',
+      'apps/release.yaml':
+        'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  valuesFrom:\n    - kind: ConfigMap\n      name: app-values\n',
       'apps/values.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-values\n  namespace: apps\n  labels:\n    nebius.ai/helmrelease-trigger-operator: "true"\n  annotations:\n    nebius.ai/helmreleases-name: app\ndata:\n  a: "1"\n',
     })
@@ -95,11 +126,18 @@ describe('discover --from-git through the bundled action', () => {
     const run = await runAction({ workspace: repo.dir, eventName: 'pull_request', event: {}, sha, inputs: { mode: 'discover', 'from-git': 'true' } })
     expect(run.exitCode).toBe(1)
     expect(run.stdout).toContain('::error title=helmrelease-trigger MissingRelease,file=apps/values.yaml,line=9::')
-    expect(run.stdout).toContain('names HelmRelease flux-system/app, which does not exist in the repository; HelmRelease apps/app exists: set nebius.ai/helmreleases-namespace: apps')
+    expect(run.stdout).toContain(
+      'names HelmRelease flux-system/app, which does not exist in the repository; HelmRelease apps/app exists: set nebius.ai/helmreleases-namespace: apps',
+    )
     expect(JSON.parse(run.outputs['findings'] ?? '[]')).toEqual([expect.objectContaining({ code: 'MissingRelease', file: 'apps/values.yaml', line: 9 })])
     expect(run.summary).toContain('helmrelease-trigger discover')
 
-    repo.write({ 'apps/values.yaml': readFileSync(`${repo.dir}/apps/values.yaml`, 'utf8').replace('  annotations:\n', '  annotations:\n    nebius.ai/helmreleases-namespace: apps\n') })
+    repo.write({
+      'apps/values.yaml': readFileSync(`${repo.dir}/apps/values.yaml`, 'utf8').replace(
+        '  annotations:\n',
+        '  annotations:\n    nebius.ai/helmreleases-namespace: apps\n',
+      ),
+    })
     const fixed = repo.commit('fix')
     const ok = await runAction({ workspace: repo.dir, eventName: 'pull_request', event: {}, sha: fixed, inputs: { mode: 'discover', 'from-git': 'true' } })
     expect(ok.exitCode).toBe(0)

@@ -232,12 +232,26 @@ describe('deploy/rbac manifests', () => {
       'core/secrets:patch',
     ])
     expect(grants(only(manifests('discover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
-      [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:patch`, 'core/configmaps:get', 'core/configmaps:list', 'core/secrets:get', 'core/secrets:list'].sort(),
+      [
+        `${HR}/helmreleases:get`,
+        `${HR}/helmreleases:list`,
+        `${HR}/helmreleases:patch`,
+        'core/configmaps:get',
+        'core/configmaps:list',
+        'core/secrets:get',
+        'core/secrets:list',
+      ].sort(),
     )
     expect(grants(only(manifests('recover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
       [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
     )
-    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-clusterrole.yaml', 'trigger-role.yaml', 'discover-clusterrole.yaml', 'recover-clusterrole.yaml']) {
+    for (const file of [
+      'trigger-clusterrole.yaml',
+      'trigger-apply-clusterrole.yaml',
+      'trigger-role.yaml',
+      'discover-clusterrole.yaml',
+      'recover-clusterrole.yaml',
+    ]) {
       const objects = manifests(file)
       const role = objects.find((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
       const binding = objects.find((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
@@ -479,7 +493,13 @@ function runMode(mode: 'discover' | 'recover', id: Identity, inputs: Record<stri
   const repo = createRepo()
   repos.push(repo)
   const sha = repo.commit('empty')
-  return runAction({ workspace: repo.dir, eventName: 'workflow_dispatch', event: {}, sha, inputs: { mode, kubeconfig: id.kubeconfig, namespaces: id.namespace, wait: 'false', ...inputs } })
+  return runAction({
+    workspace: repo.dir,
+    eventName: 'workflow_dispatch',
+    event: {},
+    sha,
+    inputs: { mode, kubeconfig: id.kubeconfig, namespaces: id.namespace, wait: 'false', ...inputs },
+  })
 }
 
 /**
@@ -492,7 +512,12 @@ async function discoverScenario(prefix: string): Promise<{ namespace: string; ot
   await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
   await cluster.applyHelmRelease({ namespace: other, name: 'api', repository: 'absent' })
   const labelled = (name: string, target: string, targetNamespace: string) => ({
-    metadata: { name, namespace, labels: { [LABEL]: 'true' }, annotations: { 'nebius.ai/helmreleases-name': target, 'nebius.ai/helmreleases-namespace': targetNamespace } },
+    metadata: {
+      name,
+      namespace,
+      labels: { [LABEL]: 'true' },
+      annotations: { 'nebius.ai/helmreleases-name': target, 'nebius.ai/helmreleases-namespace': targetNamespace },
+    },
     data: { 'values.yaml': 'level: one\n' },
   })
   await cluster.core.createNamespacedConfigMap({ namespace, body: labelled('settings', 'web', namespace) })
@@ -517,7 +542,13 @@ describe('discover with exactly discover-clusterrole.yaml', () => {
     ['helmreleases', 'patch', 'fails', HR, (ns: string) => `Forbidden: cannot patch helmreleases.${HR} web in namespace ${ns}.`],
     ['helmreleases', 'get', 'fails', HR, (_: string, other: string) => `Forbidden: cannot get helmreleases.${HR} api in namespace ${other}.`],
     ['configmaps', 'list', 'warns', '', (ns: string) => `::warning::Could not list ConfigMaps in ${ns} (Forbidden: cannot list configmaps in namespace ${ns}.`],
-    ['configmaps', 'get', 'warns', '', (ns: string) => `::warning::Could not read ConfigMap/${ns}/settings (Forbidden: cannot get configmaps settings in namespace ${ns}.`],
+    [
+      'configmaps',
+      'get',
+      'warns',
+      '',
+      (ns: string) => `::warning::Could not read ConfigMap/${ns}/settings (Forbidden: cannot get configmaps settings in namespace ${ns}.`,
+    ],
     ['secrets', 'list', 'warns', '', (ns: string) => `::warning::Could not list Secrets in ${ns} (Forbidden: cannot list secrets in namespace ${ns}.`],
   ] as const)('without %s %s: it %s, naming the rule', async (resource, verb, effect, group, expected) => {
     const { namespace, other } = await discoverScenario(`rbac-disc-no${verb}`)
@@ -540,10 +571,13 @@ describe('recover with exactly recover-clusterrole.yaml', () => {
   async function failing(prefix: string): Promise<string> {
     const namespace = await cluster.createNamespace(prefix)
     await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent' })
-    await cluster.waitFor(async () => (await cluster.getHelmRelease(namespace, 'web')).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ?? false, {
-      timeoutMs: 60_000,
-      message: 'helm-controller to mark the release Ready=False',
-    })
+    await cluster.waitFor(
+      async () => (await cluster.getHelmRelease(namespace, 'web')).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') ?? false,
+      {
+        timeoutMs: 60_000,
+        message: 'helm-controller to mark the release Ready=False',
+      },
+    )
     return namespace
   }
   // Every failure counts as transient here: the role, not the pattern, is under test.

@@ -66,7 +66,13 @@ function commitPair(files1: Record<string, string>, files2: Record<string, strin
 }
 
 function act(p: Push, inputs: Record<string, string> = {}): Promise<ActionRun> {
-  return runAction({ workspace: p.repo.dir, eventName: 'push', event: { before: p.before, after: p.after }, sha: p.after, inputs: { kubeconfig, wait: 'false', timeout: '20s', ...inputs } })
+  return runAction({
+    workspace: p.repo.dir,
+    eventName: 'push',
+    event: { before: p.before, after: p.after },
+    sha: p.after,
+    inputs: { kubeconfig, wait: 'false', timeout: '20s', ...inputs },
+  })
 }
 
 /** What the runner shows: its log without the ::add-mask:: commands it consumes, the summary and the outputs. */
@@ -82,7 +88,8 @@ async function closedPort(): Promise<number> {
   return address.port
 }
 
-const outputs = (run: ActionRun, name: string): { namespace: string; name: string; status: string; reason: string; message: string; token?: string }[] => JSON.parse(run.outputs[name] ?? '[]')
+const outputs = (run: ActionRun, name: string): { namespace: string; name: string; status: string; reason: string; message: string; token?: string }[] =>
+  JSON.parse(run.outputs[name] ?? '[]')
 
 async function annotationsOf(namespace: string, name: string): Promise<Record<string, string>> {
   return (await cluster.getHelmRelease(namespace, name)).metadata.annotations ?? {}
@@ -110,7 +117,10 @@ describe('trigger against the real apiserver', () => {
     const ns = await cluster.createNamespace('it-patch')
     await release(ns, 'web', { annotations: { 'team.example/owner': 'platform' }, valuesFrom: true })
     await liveConfigMap(ns, 'two')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
 
     const first = await act(p)
     expect(first.exitCode, first.stdout + first.stderr).toBe(0)
@@ -136,7 +146,10 @@ describe('trigger against the real apiserver', () => {
     const ns = await cluster.createNamespace('it-dry')
     await release(ns, 'web')
     await liveConfigMap(ns, 'two')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const rv = await settledResourceVersion(ns, 'web')
     const run = await act(p, { 'dry-run': 'true' })
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
@@ -171,7 +184,10 @@ describe('trigger against the real apiserver', () => {
     const appNs = await cluster.createNamespace('it-app')
     await release(appNs, 'api')
     await liveConfigMap(configNs, 'two')
-    const p = commitPair({ 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'one' }) }, { 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'two' }) },
+    )
     const run = await act(p)
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     expect(outputs(run, 'triggered')).toMatchObject([{ namespace: appNs, name: 'api' }])
@@ -194,11 +210,21 @@ describe('trigger against the real apiserver', () => {
         ],
       },
     })
-    await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' }, subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }] } })
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: {
+        metadata: { name: 'reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
+      },
+    })
     const token = await cluster.serviceAccountToken(ns, 'reader')
     const readerConfig = readFileSync(await cluster.kubeconfigFor(token, 'reader'), 'utf8')
 
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const run = await act(p, { kubeconfig: readerConfig })
     expect(run.exitCode).toBe(1)
     const [failed] = outputs(run, 'failed')
@@ -215,7 +241,10 @@ describe('trigger against the real apiserver', () => {
     await liveConfigMap(ns, 'two')
     const p = commitPair(
       { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
-      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }), 'broken.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n' },
+      {
+        'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }),
+        'broken.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n',
+      },
     )
     const run = await act(p)
     expect(run.stdout).toMatch(/::error .*file=broken\.yaml,line=\d+/)
@@ -225,7 +254,10 @@ describe('trigger against the real apiserver', () => {
 
   it('fails with one sentence for a bad kubeconfig and never echoes it', async () => {
     const ns = await cluster.createNamespace('it-kubeconfig')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const secretish = 'not-a-kubeconfig-s3cr3t-value'
     const run = await act(p, { kubeconfig: `{${secretish}: [` })
     expect(run.exitCode).toBe(1)
@@ -239,7 +271,10 @@ describe('trigger against the real apiserver', () => {
 
   it('names the server when it cannot be reached, after bounded retries', async () => {
     const ns = await cluster.createNamespace('it-unreachable')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const port = await closedPort()
     const dead = kubeconfig.replace(/server: \S+/, `server: https://127.0.0.1:${port}`)
     const run = await act(p, { kubeconfig: dead, 'wait-for-apply': 'false' })
@@ -252,7 +287,10 @@ describe('trigger against the real apiserver', () => {
   it('apply: true server-side-applies the changed ConfigMap first, then triggers', async () => {
     const ns = await cluster.createNamespace('it-apply')
     await release(ns, 'web')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const run = await act(p, { apply: 'true' })
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     const live = await cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'settings' })
@@ -265,12 +303,18 @@ describe('trigger against the real apiserver', () => {
     const ns = await cluster.createNamespace('it-cli')
     await release(ns, 'web')
     await liveConfigMap(ns, 'two')
-    const p = commitPair({ 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) }, { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) })
+    const p = commitPair(
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'one' }) },
+      { 'cm.yaml': source({ namespace: ns, targets: 'web', targetNamespace: ns, value: 'two' }) },
+    )
     const cli = join(REPO_ROOT, 'dist', 'cli.js')
-    const result = spawnSync(process.execPath, [cli, 'trigger', '--repo', p.repo.dir, '--kubeconfig', cluster.kubeconfigPath, '--no-wait', '--base', p.before, '--head', p.after], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', HOME: p.repo.dir } })
+    const result = spawnSync(
+      process.execPath,
+      [cli, 'trigger', '--repo', p.repo.dir, '--kubeconfig', cluster.kubeconfigPath, '--no-wait', '--base', p.before, '--head', p.after],
+      { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', HOME: p.repo.dir } },
+    )
     expect(result.status, result.stdout + result.stderr).toBe(0)
     expect(result.stdout).toMatch(new RegExp(`${ns}/web\\s+Triggered\\s+ReconcileRequested`))
     expect((await annotationsOf(ns, 'web'))['reconcile.fluxcd.io/requestedAt']).toBeDefined()
   })
 })
-

@@ -4,7 +4,16 @@
 import { ApiException } from '@kubernetes/client-node'
 import { describe, expect, it } from 'vitest'
 import { ConfigurationError, TransientError } from '../../src/errors.ts'
-import { ApiMissingError, classify, ConflictError, describe as describeRequest, ForbiddenError, NotFoundError, rbacRule, type Request } from '../../src/kube/api-error.ts'
+import {
+  ApiMissingError,
+  classify,
+  ConflictError,
+  describe as describeRequest,
+  ForbiddenError,
+  NotFoundError,
+  rbacRule,
+  type Request,
+} from '../../src/kube/api-error.ts'
 import { withRetry, type RetryPolicy } from '../../src/retry.ts'
 
 const SERVER = 'https://cluster.example.test:6443'
@@ -21,7 +30,8 @@ function status(code: number, reason: string, message: string, details: Record<s
   return JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code })
 }
 
-const api = (code: number, body: unknown, headers: Record<string, string> = {}): ApiException<unknown> => new ApiException(code, `HTTP-Code: ${code}`, body, headers)
+const api = (code: number, body: unknown, headers: Record<string, string> = {}): ApiException<unknown> =>
+  new ApiException(code, `HTTP-Code: ${code}`, body, headers)
 
 function networkError(code: string): TypeError {
   return new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code} 10.0.0.1:6443`), { code }) })
@@ -38,13 +48,24 @@ describe('classify', () => {
     const error = classify(api(401, status(401, 'Unauthorized', 'Unauthorized')), getRelease, SERVER)
     expect(error).toBeInstanceOf(ConfigurationError)
     expect(error).not.toBeInstanceOf(TransientError)
-    expect(error.message).toBe(`The Kubernetes API server ${SERVER} rejected the credentials (401 Unauthorized); the kubeconfig's token or client certificate is invalid or expired.`)
+    expect(error.message).toBe(
+      `The Kubernetes API server ${SERVER} rejected the credentials (401 Unauthorized); the kubeconfig's token or client certificate is invalid or expired.`,
+    )
   })
 
   it.each([
-    [patchRelease, 'Forbidden: cannot patch helmreleases.helm.toolkit.fluxcd.io app in namespace apps. Grant the identity this RBAC rule: apiGroups: ["helm.toolkit.fluxcd.io"], resources: ["helmreleases"], verbs: ["patch"] in a Role in namespace apps (or a ClusterRole).'],
-    [listAllReleases, 'Forbidden: cannot list helmreleases.helm.toolkit.fluxcd.io in all namespaces. Grant the identity this RBAC rule: apiGroups: ["helm.toolkit.fluxcd.io"], resources: ["helmreleases"], verbs: ["list"] in a ClusterRole.'],
-    [getConfigMap, 'Forbidden: cannot get configmaps app-values in namespace apps. Grant the identity this RBAC rule: apiGroups: [""], resources: ["configmaps"], verbs: ["get"] in a Role in namespace apps (or a ClusterRole).'],
+    [
+      patchRelease,
+      'Forbidden: cannot patch helmreleases.helm.toolkit.fluxcd.io app in namespace apps. Grant the identity this RBAC rule: apiGroups: ["helm.toolkit.fluxcd.io"], resources: ["helmreleases"], verbs: ["patch"] in a Role in namespace apps (or a ClusterRole).',
+    ],
+    [
+      listAllReleases,
+      'Forbidden: cannot list helmreleases.helm.toolkit.fluxcd.io in all namespaces. Grant the identity this RBAC rule: apiGroups: ["helm.toolkit.fluxcd.io"], resources: ["helmreleases"], verbs: ["list"] in a ClusterRole.',
+    ],
+    [
+      getConfigMap,
+      'Forbidden: cannot get configmaps app-values in namespace apps. Grant the identity this RBAC rule: apiGroups: [""], resources: ["configmaps"], verbs: ["get"] in a Role in namespace apps (or a ClusterRole).',
+    ],
   ])('403 → ForbiddenError naming the verb, resource.group, namespace and the rule (%o)', (request, expected) => {
     const body = status(403, 'Forbidden', `${request.resource} is forbidden: User "system:serviceaccount:ci:deployer" cannot ${request.verb} resource`)
     const error = classify(api(403, body), request, SERVER)
@@ -55,7 +76,11 @@ describe('classify', () => {
   })
 
   it('404 NotFound naming the object → NotFoundError naming it', () => {
-    const body = status(404, 'NotFound', 'helmreleases.helm.toolkit.fluxcd.io "app" not found', { name: 'app', group: 'helm.toolkit.fluxcd.io', kind: 'helmreleases' })
+    const body = status(404, 'NotFound', 'helmreleases.helm.toolkit.fluxcd.io "app" not found', {
+      name: 'app',
+      group: 'helm.toolkit.fluxcd.io',
+      kind: 'helmreleases',
+    })
     const error = classify(api(404, body), getRelease, SERVER)
     expect(error).toBeInstanceOf(NotFoundError)
     expect(error).not.toBeInstanceOf(ConfigurationError)
@@ -77,11 +102,15 @@ describe('classify', () => {
     const error = classify(api(404, body), request, SERVER)
     expect(error).toBeInstanceOf(ApiMissingError)
     expect(error).toBeInstanceOf(ConfigurationError)
-    expect(error.message).toBe(`The cluster at ${SERVER} has no helmreleases.helm.toolkit.fluxcd.io API: Flux is not installed (or too old); install Flux 2 with helm-controller.`)
+    expect(error.message).toBe(
+      `The cluster at ${SERVER} has no helmreleases.helm.toolkit.fluxcd.io API: Flux is not installed (or too old); install Flux 2 with helm-controller.`,
+    )
   })
 
   it('bare 404 on Kustomizations also says Flux is missing', () => {
-    expect(classify(api(404, '404 page not found'), getKustomization, SERVER).message).toContain('no kustomizations.kustomize.toolkit.fluxcd.io API: Flux is not installed')
+    expect(classify(api(404, '404 page not found'), getKustomization, SERVER).message).toContain(
+      'no kustomizations.kustomize.toolkit.fluxcd.io API: Flux is not installed',
+    )
   })
 
   it('bare 404 on a core resource asks whether the namespace exists', () => {
@@ -91,7 +120,11 @@ describe('classify', () => {
   })
 
   it('409 → ConflictError (re-read and decide again)', () => {
-    const error = classify(api(409, status(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again')), patchRelease, SERVER)
+    const error = classify(
+      api(409, status(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again')),
+      patchRelease,
+      SERVER,
+    )
     expect(error).toBeInstanceOf(ConflictError)
     expect(error).not.toBeInstanceOf(TransientError)
     expect(error.message).toBe('patch helmreleases.helm.toolkit.fluxcd.io app in namespace apps: the object changed meanwhile (409 Conflict)')
@@ -107,7 +140,9 @@ describe('classify', () => {
     const error = classify(api(429, status(429, 'TooManyRequests', 'storage is (re)initializing'), headers), listReleases, SERVER)
     expect(error).toBeInstanceOf(TransientError)
     expect(error instanceof TransientError ? error.retryAfterMs : 'not transient').toBe(retryAfterMs)
-    expect(error.message).toBe('The Kubernetes API server answered 429 to list helmreleases.helm.toolkit.fluxcd.io in namespace apps: storage is (re)initializing.')
+    expect(error.message).toBe(
+      'The Kubernetes API server answered 429 to list helmreleases.helm.toolkit.fluxcd.io in namespace apps: storage is (re)initializing.',
+    )
   })
 
   it('429 with an HTTP-date Retry-After → the time until then', () => {
@@ -132,16 +167,23 @@ describe('classify', () => {
   it.each([400, 405, 415, 422])('%i → ConfigurationError quoting the server', (code) => {
     const error = classify(api(code, status(code, 'Invalid', 'metadata.annotations: Invalid value')), patchRelease, SERVER)
     expect(error).toBeInstanceOf(ConfigurationError)
-    expect(error.message).toBe(`The Kubernetes API server refused to patch helmreleases.helm.toolkit.fluxcd.io app in namespace apps (${code}): metadata.annotations: Invalid value.`)
+    expect(error.message).toBe(
+      `The Kubernetes API server refused to patch helmreleases.helm.toolkit.fluxcd.io app in namespace apps (${code}): metadata.annotations: Invalid value.`,
+    )
   })
 
-  it.each(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET'])('network error %s → TransientError naming the server and the code', (code) => {
-    const cause = networkError(code)
-    const error = classify(cause, getRelease, SERVER)
-    expect(error).toBeInstanceOf(TransientError)
-    expect(error.message).toBe(`Cannot reach the Kubernetes API server ${SERVER} (${code}); check the kubeconfig's server address and that this runner can reach it.`)
-    expect(error.cause).toBe(cause)
-  })
+  it.each(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET'])(
+    'network error %s → TransientError naming the server and the code',
+    (code) => {
+      const cause = networkError(code)
+      const error = classify(cause, getRelease, SERVER)
+      expect(error).toBeInstanceOf(TransientError)
+      expect(error.message).toBe(
+        `Cannot reach the Kubernetes API server ${SERVER} (${code}); check the kubeconfig's server address and that this runner can reach it.`,
+      )
+      expect(error.cause).toBe(cause)
+    },
+  )
 
   it('ENOTFOUND → ConfigurationError (a wrong address is not worth retrying)', () => {
     const error = classify(networkError('ENOTFOUND'), getRelease, SERVER)
@@ -186,7 +228,9 @@ describe('describe and rbacRule', () => {
   })
 
   it('rbacRule names a Role in the namespace, or a ClusterRole for all namespaces', () => {
-    expect(rbacRule({ verb: 'create', resource: 'events', group: '', namespace: 'apps' })).toBe('apiGroups: [""], resources: ["events"], verbs: ["create"] in a Role in namespace apps (or a ClusterRole)')
+    expect(rbacRule({ verb: 'create', resource: 'events', group: '', namespace: 'apps' })).toBe(
+      'apiGroups: [""], resources: ["events"], verbs: ["create"] in a Role in namespace apps (or a ClusterRole)',
+    )
     expect(rbacRule(listAllReleases)).toBe('apiGroups: ["helm.toolkit.fluxcd.io"], resources: ["helmreleases"], verbs: ["list"] in a ClusterRole')
   })
 })
@@ -245,7 +289,11 @@ describe('withRetry', () => {
 
   it('honours retryAfterMs, capped at maxDelayMs', async () => {
     const p = policy(5, { minDelayMs: 0, maxDelayMs: 5_000 })
-    const f = failing(new TransientError('429', { retryAfterMs: 3_000 }), new TransientError('429', { retryAfterMs: 60_000 }), new TransientError('429', { retryAfterMs: 0 }))
+    const f = failing(
+      new TransientError('429', { retryAfterMs: 3_000 }),
+      new TransientError('429', { retryAfterMs: 60_000 }),
+      new TransientError('429', { retryAfterMs: 0 }),
+    )
     expect(await withRetry(f.fn, p)).toBe('ok')
     expect(p.sleeps).toEqual([3_000, 5_000, 0])
   })

@@ -235,8 +235,15 @@ describe('resource bounds beyond aliases', () => {
 
   it('the alias bomb and the 5 MB file stay within a bounded heap too', () => {
     const levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
-    for (let i = 1; i < 10; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`)
-    const bomb = timed(() => parseManifestFile('bomb.yaml', file(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n  ${levels.join('\n  ')}\n`), OPTIONS))
+    for (let i = 1; i < 10; i++)
+      levels.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      )
+    const bomb = timed(() =>
+      parseManifestFile('bomb.yaml', file(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n  ${levels.join('\n  ')}\n`), OPTIONS),
+    )
     expect(bomb.heapMb).toBeLessThan(256)
     const huge = timed(() => parseManifestFile('huge.yaml', { type: 'file', bytes: new Uint8Array(5 * 2 ** 20).fill(0x61) }, OPTIONS))
     expect(huge.heapMb).toBeLessThan(256)
@@ -253,21 +260,28 @@ describe('the engine over commits of malformed files', () => {
     process.on('unhandledRejection', onRejection)
     try {
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a.yaml', 'dir/b.yml', 'kustomization.yaml', 'c.json'), anyText, anyText), { minLength: 1, maxLength: 4 }), async (files) => {
-          const before = Object.fromEntries(files.map(([path, text]) => [path, text]))
-          const after = Object.fromEntries(files.map(([path, , text]) => [path, text]))
-          const git = new FakeGit().commit('a', undefined, before).commit('b', 'a', after)
-          const cluster = new FakeCluster()
-          const settings = parseSettings((name) => ({ wait: 'false', 'wait-for-apply': 'false', paths: '**' })[name] ?? '')
-          const log = { info: () => undefined, warning: () => undefined }
-          try {
-            const report = await runTrigger(settings, { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined }, { git, connect: async () => cluster, clock: new FakeClock(), log })
-            for (const p of report.problems) expect(Object.keys(after).concat(Object.keys(before))).toContain(p.file)
-            for (const r of report.results) expect(['Triggered', 'Skipped', 'Failed']).toContain(r.status)
-          } catch (error) {
-            expect(error).toBeInstanceOf(ConfigurationError)
-          }
-        }),
+        fc.asyncProperty(
+          fc.array(fc.tuple(fc.constantFrom('a.yaml', 'dir/b.yml', 'kustomization.yaml', 'c.json'), anyText, anyText), { minLength: 1, maxLength: 4 }),
+          async (files) => {
+            const before = Object.fromEntries(files.map(([path, text]) => [path, text]))
+            const after = Object.fromEntries(files.map(([path, , text]) => [path, text]))
+            const git = new FakeGit().commit('a', undefined, before).commit('b', 'a', after)
+            const cluster = new FakeCluster()
+            const settings = parseSettings((name) => ({ wait: 'false', 'wait-for-apply': 'false', paths: '**' })[name] ?? '')
+            const log = { info: () => undefined, warning: () => undefined }
+            try {
+              const report = await runTrigger(
+                settings,
+                { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined },
+                { git, connect: async () => cluster, clock: new FakeClock(), log },
+              )
+              for (const p of report.problems) expect(Object.keys(after).concat(Object.keys(before))).toContain(p.file)
+              for (const r of report.results) expect(['Triggered', 'Skipped', 'Failed']).toContain(r.status)
+            } catch (error) {
+              expect(error).toBeInstanceOf(ConfigurationError)
+            }
+          },
+        ),
         { numRuns: RUNS / 2 },
       )
       // Let any stray promise settle before looking.

@@ -64,9 +64,24 @@ const STALLED_SUFFIX = '; release is stalled, resetting its retries'
 
 describe('decide', () => {
   const cases: readonly (readonly [string, HelmRelease | undefined, { force?: boolean; reset?: boolean }, Decision])[] = [
-    ['missing release → NotFound', undefined, {}, { action: 'skip', reason: SkipReason.NotFound, message: 'HelmRelease apps/app does not exist in the cluster' }],
-    ['suspended → Suspended', release({ suspend: true }), {}, { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' }],
-    ['suspended wins over force', release({ suspend: true }), { force: true, reset: true }, { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' }],
+    [
+      'missing release → NotFound',
+      undefined,
+      {},
+      { action: 'skip', reason: SkipReason.NotFound, message: 'HelmRelease apps/app does not exist in the cluster' },
+    ],
+    [
+      'suspended → Suspended',
+      release({ suspend: true }),
+      {},
+      { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' },
+    ],
+    [
+      'suspended wins over force',
+      release({ suspend: true }),
+      { force: true, reset: true },
+      { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' },
+    ],
     [
       'every digest recorded → UpToDate',
       release({ annotations: recorded({ [A]: digest('a'), [B]: digest('b') }) }),
@@ -86,22 +101,107 @@ describe('decide', () => {
       { action: 'skip', reason: SkipReason.UpToDate, message: 'already triggered for these digests' },
     ],
     ['no annotation → every source stale', release(), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['partially stale → the stale source named', release({ annotations: recorded({ [A]: digest('a'), [B]: digest('0') }) }), {}, { action: 'trigger', force: false, reset: false, why: `${B} changed` }],
-    ['one source not recorded yet', release({ annotations: recorded({ [B]: digest('b') }) }), {}, { action: 'trigger', force: false, reset: false, why: `${A} changed` }],
-    ['force on up-to-date → trigger with force', release({ annotations: recorded({ [A]: digest('a'), [B]: digest('b') }) }), { force: true }, { action: 'trigger', force: true, reset: false, why: 'force' }],
-    ['force on stale → names the change', release({ annotations: recorded({ [A]: digest('0'), [B]: digest('b') }) }), { force: true }, { action: 'trigger', force: true, reset: false, why: `${A} changed` }],
-    ['Stalled=True → reset', release({ conditions: [{ type: 'Stalled', status: 'True', reason: 'RetriesExceeded' }, { type: 'Ready', status: 'False', reason: 'UpgradeFailed' }] }), {}, { action: 'trigger', force: false, reset: true, why: `${A}, ${B} changed${STALLED_SUFFIX}` }],
-    ['Ready=False RetriesExceeded → reset', release({ conditions: [{ type: 'Ready', status: 'False', reason: 'RetriesExceeded', message: 'Failed to upgrade after 3 attempts' }] }), {}, { action: 'trigger', force: false, reset: true, why: `${A}, ${B} changed${STALLED_SUFFIX}` }],
-    ['Ready=False for another reason → no reset', release({ conditions: [{ type: 'Ready', status: 'False', reason: 'UpgradeFailed' }] }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['Stalled=False → no reset', release({ conditions: [{ type: 'Stalled', status: 'False' }, { type: 'Ready', status: 'True' }] }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
+    [
+      'partially stale → the stale source named',
+      release({ annotations: recorded({ [A]: digest('a'), [B]: digest('0') }) }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${B} changed` },
+    ],
+    [
+      'one source not recorded yet',
+      release({ annotations: recorded({ [B]: digest('b') }) }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A} changed` },
+    ],
+    [
+      'force on up-to-date → trigger with force',
+      release({ annotations: recorded({ [A]: digest('a'), [B]: digest('b') }) }),
+      { force: true },
+      { action: 'trigger', force: true, reset: false, why: 'force' },
+    ],
+    [
+      'force on stale → names the change',
+      release({ annotations: recorded({ [A]: digest('0'), [B]: digest('b') }) }),
+      { force: true },
+      { action: 'trigger', force: true, reset: false, why: `${A} changed` },
+    ],
+    [
+      'Stalled=True → reset',
+      release({
+        conditions: [
+          { type: 'Stalled', status: 'True', reason: 'RetriesExceeded' },
+          { type: 'Ready', status: 'False', reason: 'UpgradeFailed' },
+        ],
+      }),
+      {},
+      { action: 'trigger', force: false, reset: true, why: `${A}, ${B} changed${STALLED_SUFFIX}` },
+    ],
+    [
+      'Ready=False RetriesExceeded → reset',
+      release({ conditions: [{ type: 'Ready', status: 'False', reason: 'RetriesExceeded', message: 'Failed to upgrade after 3 attempts' }] }),
+      {},
+      { action: 'trigger', force: false, reset: true, why: `${A}, ${B} changed${STALLED_SUFFIX}` },
+    ],
+    [
+      'Ready=False for another reason → no reset',
+      release({ conditions: [{ type: 'Ready', status: 'False', reason: 'UpgradeFailed' }] }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
+    [
+      'Stalled=False → no reset',
+      release({
+        conditions: [
+          { type: 'Stalled', status: 'False' },
+          { type: 'Ready', status: 'True' },
+        ],
+      }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
     ['reset input → reset', release(), { reset: true }, { action: 'trigger', force: false, reset: true, why: `${A}, ${B} changed` }],
-    ['force, reset and stalled together', release({ annotations: recorded({ [A]: digest('a'), [B]: digest('b') }), conditions: [{ type: 'Stalled', status: 'True' }] }), { force: true, reset: true }, { action: 'trigger', force: true, reset: true, why: `force${STALLED_SUFFIX}` }],
-    ['corrupt annotation → everything stale', release({ annotations: { [DIGEST_KEY]: '{"ConfigMap/apps/app-values": "sha256:' } }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['array annotation → everything stale', release({ annotations: { [DIGEST_KEY]: JSON.stringify([A, digest('a')]) } }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['string annotation → everything stale', release({ annotations: { [DIGEST_KEY]: JSON.stringify(digest('a')) } }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['null annotation → everything stale', release({ annotations: { [DIGEST_KEY]: 'null' } }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
-    ['non-string digests ignored', release({ annotations: { [DIGEST_KEY]: JSON.stringify({ [A]: 1, [B]: digest('b') }) } }), {}, { action: 'trigger', force: false, reset: false, why: `${A} changed` }],
-    ['digests under another prefix are not ours', release({ annotations: { 'example.com/config-digest': JSON.stringify({ [A]: digest('a'), [B]: digest('b') }) } }), {}, { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` }],
+    [
+      'force, reset and stalled together',
+      release({ annotations: recorded({ [A]: digest('a'), [B]: digest('b') }), conditions: [{ type: 'Stalled', status: 'True' }] }),
+      { force: true, reset: true },
+      { action: 'trigger', force: true, reset: true, why: `force${STALLED_SUFFIX}` },
+    ],
+    [
+      'corrupt annotation → everything stale',
+      release({ annotations: { [DIGEST_KEY]: '{"ConfigMap/apps/app-values": "sha256:' } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
+    [
+      'array annotation → everything stale',
+      release({ annotations: { [DIGEST_KEY]: JSON.stringify([A, digest('a')]) } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
+    [
+      'string annotation → everything stale',
+      release({ annotations: { [DIGEST_KEY]: JSON.stringify(digest('a')) } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
+    [
+      'null annotation → everything stale',
+      release({ annotations: { [DIGEST_KEY]: 'null' } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
+    [
+      'non-string digests ignored',
+      release({ annotations: { [DIGEST_KEY]: JSON.stringify({ [A]: 1, [B]: digest('b') }) } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A} changed` },
+    ],
+    [
+      'digests under another prefix are not ours',
+      release({ annotations: { 'example.com/config-digest': JSON.stringify({ [A]: digest('a'), [B]: digest('b') }) } }),
+      {},
+      { action: 'trigger', force: false, reset: false, why: `${A}, ${B} changed` },
+    ],
   ]
 
   it.each(cases)('%s', (_, live, options, expected) => {
@@ -111,7 +211,11 @@ describe('decide', () => {
   it('reads the digests under the prefix it is given', () => {
     const custom = keysFor('example.com')
     const live = release({ annotations: { [custom.configDigest]: JSON.stringify({ [A]: digest('a'), [B]: digest('b') }) } })
-    expect(decide({ planned, live, digestKey: custom.configDigest, force: false, reset: false })).toEqual({ action: 'skip', reason: SkipReason.UpToDate, message: 'already triggered for these digests' })
+    expect(decide({ planned, live, digestKey: custom.configDigest, force: false, reset: false })).toEqual({
+      action: 'skip',
+      reason: SkipReason.UpToDate,
+      message: 'already triggered for these digests',
+    })
   })
 })
 
@@ -138,7 +242,14 @@ describe('recordedDigests', () => {
     ['an array', '["ConfigMap/a/b"]', []],
     ['a number', '42', []],
     ['null', 'null', []],
-    ['an object', '{"ConfigMap/a/b":"sha256:1","Secret/a/c":"sha256:2"}', [['ConfigMap/a/b', 'sha256:1'], ['Secret/a/c', 'sha256:2']]],
+    [
+      'an object',
+      '{"ConfigMap/a/b":"sha256:1","Secret/a/c":"sha256:2"}',
+      [
+        ['ConfigMap/a/b', 'sha256:1'],
+        ['Secret/a/c', 'sha256:2'],
+      ],
+    ],
     ['an object with non-string values', '{"ConfigMap/a/b":"sha256:1","Secret/a/c":{"x":1},"Secret/a/d":null}', [['ConfigMap/a/b', 'sha256:1']]],
   ] as const)('%s', (_, annotation, entries) => {
     expect([...recordedDigests(annotation)]).toEqual(entries)
@@ -147,7 +258,11 @@ describe('recordedDigests', () => {
 
 describe('compactDigestJson', () => {
   it('writes compact JSON with keys sorted by code unit, whatever the insertion order', () => {
-    const forwards = new Map([['Secret/b/x', digest('1')], ['ConfigMap/b/y', digest('2')], ['ConfigMap/a/z', digest('3')]])
+    const forwards = new Map([
+      ['Secret/b/x', digest('1')],
+      ['ConfigMap/b/y', digest('2')],
+      ['ConfigMap/a/z', digest('3')],
+    ])
     const backwards = new Map([...forwards].reverse())
     const expected = `{"ConfigMap/a/z":"${digest('3')}","ConfigMap/b/y":"${digest('2')}","Secret/b/x":"${digest('1')}"}`
     expect(compactDigestJson(forwards)).toBe(expected)
@@ -244,19 +359,44 @@ describe('newToken', () => {
 })
 
 describe('supersededBy (re-checked right before the patch)', () => {
-  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [{ id: A, digest: digest('a'), encrypted: false }, { id: B, digest: digest('b'), encrypted: false }] }
+  const planned: PlannedRelease = {
+    namespace: 'apps',
+    name: 'app',
+    sources: [
+      { id: A, digest: digest('a'), encrypted: false },
+      { id: B, digest: digest('b'), encrypted: false },
+    ],
+  }
   const live = (entries: [SourceId, Digest | undefined][]) => new Map(entries)
 
   it.each<[string, Map<SourceId, Digest | undefined>]>([
-    ['every source still holds this run\'s digest', live([[A, digest('a')], [B, digest('b')]])],
+    [
+      "every source still holds this run's digest",
+      live([
+        [A, digest('a')],
+        [B, digest('b')],
+      ]),
+    ],
     ['nothing was checked (wait-for-apply off, encrypted)', live([])],
-    ['only unrelated sources moved', live([[A, digest('a')], [OTHER, digest('f')]])],
+    [
+      'only unrelated sources moved',
+      live([
+        [A, digest('a')],
+        [OTHER, digest('f')],
+      ]),
+    ],
   ])('lets the patch go when %s', (_, digests) => {
     expect(supersededBy(planned, digests)).toBeUndefined()
   })
 
-  it('skips as Superseded when a newer commit\'s content is live, naming the source and both digests', () => {
-    const decision = supersededBy(planned, live([[A, digest('a')], [B, digest('c')]]))
+  it("skips as Superseded when a newer commit's content is live, naming the source and both digests", () => {
+    const decision = supersededBy(
+      planned,
+      live([
+        [A, digest('a')],
+        [B, digest('c')],
+      ]),
+    )
     expect(decision).toMatchObject({ action: 'skip', reason: SkipReason.Superseded })
     const message = decision?.action === 'skip' ? decision.message : ''
     expect(message).toContain(`${B} is now ${'c'.repeat(12)}`)
@@ -265,7 +405,13 @@ describe('supersededBy (re-checked right before the patch)', () => {
   })
 
   it('skips as Superseded when a source was deleted since', () => {
-    const decision = supersededBy(planned, live([[A, undefined], [B, digest('b')]]))
+    const decision = supersededBy(
+      planned,
+      live([
+        [A, undefined],
+        [B, digest('b')],
+      ]),
+    )
     expect(decision).toMatchObject({ action: 'skip', reason: SkipReason.Superseded })
     expect(decision?.action === 'skip' ? decision.message : '').toContain(`${A} no longer exists`)
   })

@@ -15,7 +15,13 @@ const valueDigest = (value: string, options = semantic) => digestOf({ data: { 'v
 describe('digestOf', () => {
   it('is sha256 over the documented canonical JSON', () => {
     const canonical = JSON.stringify([
-      ['data', [['a', 'text', '1'], ['b', 'text', 'two']]],
+      [
+        'data',
+        [
+          ['a', 'text', '1'],
+          ['b', 'text', 'two'],
+        ],
+      ],
       ['binaryData', [['c', b64('bytes')]]],
     ])
     const expected = `sha256:${createHash('sha256').update(canonical).digest('hex')}`

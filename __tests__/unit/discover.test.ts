@@ -30,7 +30,12 @@ describe('runDiscover against the fake cluster', () => {
       .addRelease('apps', 'optional', { valuesFrom: [{ kind: 'Secret', name: 'maybe', optional: true }] }, { labels: { [LABEL]: 'true' } })
       .addRelease('apps', 'stopped', {}, { labels: { [LABEL]: 'true', team: 'web' } })
       .addRelease('flux-system', 'elsewhere', {})
-      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'covered' }, {}, { [LABEL]: 'true' }, { 'nebius.ai/helmreleases-name': 'reads, nope', 'nebius.ai/helmreleases-namespace': 'apps' })
+      .setSource(
+        { kind: 'ConfigMap', namespace: 'apps', name: 'covered' },
+        {},
+        { [LABEL]: 'true' },
+        { 'nebius.ai/helmreleases-name': 'reads, nope', 'nebius.ai/helmreleases-namespace': 'apps' },
+      )
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'plain' }, {})
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'cross' }, {}, { [LABEL]: 'true' }, { 'nebius.ai/helmreleases-name': 'elsewhere' })
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'misnamed' }, {}, { [LABEL]: 'true' }, { 'nebius.ai/helmreleases-name': 'reads' })
@@ -48,7 +53,9 @@ describe('runDiscover against the fake cluster', () => {
       'warning:CrossNamespaceUnread:ConfigMap/apps/cross:flux-system/elsewhere',
       'warning:UncoveredSource:ConfigMap/apps/plain:',
     ])
-    expect(report.findings.find((f) => f.source === 'ConfigMap/apps/misnamed')?.message).toContain('HelmRelease apps/reads exists: set nebius.ai/helmreleases-namespace: apps')
+    expect(report.findings.find((f) => f.source === 'ConfigMap/apps/misnamed')?.message).toContain(
+      'HelmRelease apps/reads exists: set nebius.ai/helmreleases-namespace: apps',
+    )
     expect(discoverFailure(report, 'error')).toMatch(/^3 problems/)
     expect(discoverFailure(report, 'never')).toBeUndefined()
     expect(discoverSummary(report)).toContain('| ❌ | MissingRelease |')
@@ -88,7 +95,9 @@ data:
 
 describe('runDiscover --from-git', () => {
   it('passes a correct repository and points at the line of a mistaken annotation', async () => {
-    const git = new FakeGit().commit('good', undefined, { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('app') }).commit('bad', 'good', { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('ap') })
+    const git = new FakeGit()
+      .commit('good', undefined, { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('app') })
+      .commit('bad', 'good', { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('ap') })
     const deps = { git: async () => git, connect: () => Promise.reject(new Error('no cluster from git')), log }
     const good = await runDiscover({ ...base, fromGit: true }, 'good', deps)
     expect(good.findings).toEqual([])
@@ -99,9 +108,15 @@ describe('runDiscover --from-git', () => {
   })
 
   it('reports sources missing from the repository as warnings and manifest problems with their line', async () => {
-    const git = new FakeGit().commit('c', undefined, { 'apps/release.yaml': RELEASE, 'apps/broken.yaml': 'kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: x\ndata:\n  port: 5432\n' })
+    const git = new FakeGit().commit('c', undefined, {
+      'apps/release.yaml': RELEASE,
+      'apps/broken.yaml': 'kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: x\ndata:\n  port: 5432\n',
+    })
     const report = await runDiscover({ ...base, fromGit: true }, 'c', { git: async () => git, connect: () => Promise.reject(new Error('no')), log })
-    expect(report.findings.map((f) => `${f.severity}:${f.code}:${f.file}:${f.line}`)).toEqual(['error:InvalidManifest:apps/broken.yaml:6', 'warning:MissingSource:apps/release.yaml:1'])
+    expect(report.findings.map((f) => `${f.severity}:${f.code}:${f.file}:${f.line}`)).toEqual([
+      'error:InvalidManifest:apps/broken.yaml:6',
+      'warning:MissingSource:apps/release.yaml:1',
+    ])
   })
 })
 

@@ -257,7 +257,7 @@ describe('changedFiles', () => {
 
   it('without a base, gives every file at head as added', async () => {
     const fresh = await newRepo()
-    const root = await commit(fresh, { 'a.yaml': 'a\n', 'b/c.yaml': 'c\n', 'l': { symlink: 'a.yaml' } }, 'root')
+    const root = await commit(fresh, { 'a.yaml': 'a\n', 'b/c.yaml': 'c\n', l: { symlink: 'a.yaml' } }, 'root')
     const freshReader = await createGitReader({ cwd: fresh })
     const changes = await freshReader.changedFiles(undefined, root, (p) => p !== 'b/c.yaml')
     expect(changes.map((c) => c.status)).toEqual(['added', 'added'])
@@ -396,10 +396,7 @@ describe('shallow clones and range resolution on a real repository', () => {
     expect(await reader.resolve(sha(1))).toBeUndefined()
     expect(await reader.parent(sha(3))).toBeUndefined()
 
-    const range = await resolveRange(
-      { event: { before: sha(1), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) },
-      reader,
-    )
+    const range = await resolveRange({ event: { before: sha(1), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) }, reader)
     expect(range).toEqual({
       head: sha(3),
       fullSync: false,
@@ -414,10 +411,7 @@ describe('shallow clones and range resolution on a real repository', () => {
 
   it('a depth-2 clone falls back to the parent of the head', async () => {
     const reader = await createGitReader({ cwd: await shallowClone(2) })
-    const range = await resolveRange(
-      { event: { before: sha(0), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) },
-      reader,
-    )
+    const range = await resolveRange({ event: { before: sha(0), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) }, reader)
     expect(range.base).toBe(sha(2))
     expect(range.head).toBe(sha(3))
     expect(range.notes).toHaveLength(1)
@@ -427,17 +421,14 @@ describe('shallow clones and range resolution on a real repository', () => {
 
   it('a full clone compares before..after over several commits', async () => {
     const reader = await createGitReader({ cwd: origin })
-    const range = await resolveRange(
-      { event: { before: sha(0), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) },
-      reader,
-    )
+    const range = await resolveRange({ event: { before: sha(0), after: sha(3) }, eventName: 'push', inputs: { fullSync: false }, sha: sha(3) }, reader)
     expect(range).toEqual({ base: sha(0), head: sha(3), fullSync: false, notes: [] })
   })
 
   it('names the input when a requested commit is not in the clone', async () => {
     const reader = await createGitReader({ cwd: await shallowClone(1) })
-    await expect(
-      resolveRange({ event: {}, eventName: 'workflow_dispatch', inputs: { base: sha(0), fullSync: false }, sha: sha(3) }, reader),
-    ).rejects.toThrow(`input 'base': commit '${sha(0)}' not found in the clone; fetch it (actions/checkout fetch-depth: 0)`)
+    await expect(resolveRange({ event: {}, eventName: 'workflow_dispatch', inputs: { base: sha(0), fullSync: false }, sha: sha(3) }, reader)).rejects.toThrow(
+      `input 'base': commit '${sha(0)}' not found in the clone; fetch it (actions/checkout fetch-depth: 0)`,
+    )
   })
 })

@@ -79,7 +79,9 @@ describe('DNS-1123 names', () => {
   })
 
   it('limits a subdomain to 253 characters', () => {
-    const name253 = Array.from({ length: 4 }, () => 'a'.repeat(63)).join('.').slice(0, 253)
+    const name253 = Array.from({ length: 4 }, () => 'a'.repeat(63))
+      .join('.')
+      .slice(0, 253)
     expect(name253).toHaveLength(253)
     expect(isDnsSubdomain(name253)).toBe(true)
     expect(isDnsSubdomain(`${name253}a`)).toBe(false)

@@ -12,7 +12,8 @@ import type { KubeconfigEncoding } from '../../src/settings.ts'
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VydmljZWFjY291bnQ.SIGNATURE-do-not-leak-0123456789'
 const PASSWORD = 'hunter2-but-longer'
-const KEY_PEM = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nTOPSECRETKEYMATERIALthatmustbemasked0123456789abcd\n-----END PRIVATE KEY-----\n'
+const KEY_PEM =
+  '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nTOPSECRETKEYMATERIALthatmustbemasked0123456789abcd\n-----END PRIVATE KEY-----\n'
 const CERT_PEM = '-----BEGIN CERTIFICATE-----\nMIIDBTCCAe2gAwIBAgIIPUBLICCERTIFICATEBODY0123456789\n-----END CERTIFICATE-----\n'
 const KEY_DATA = Buffer.from(KEY_PEM).toString('base64')
 const CERT_DATA = Buffer.from(CERT_PEM).toString('base64')
@@ -93,7 +94,18 @@ describe('loadKubeconfig from the input', () => {
     ['plain YAML, auto', plain, 'auto'],
     ['plain YAML, explicit', plain, 'plain'],
     ['plain YAML with surrounding blank lines', `\n\n${plain}\n\n`, 'auto'],
-    ['JSON', JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'dev', cluster: { server: 'https://dev.example.test:6443' } }], users: [{ name: 'dev-user', user: { token: TOKEN } }], contexts: [{ name: 'dev', context: { cluster: 'dev', user: 'dev-user' } }], 'current-context': 'dev' }), 'auto'],
+    [
+      'JSON',
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'dev', cluster: { server: 'https://dev.example.test:6443' } }],
+        users: [{ name: 'dev-user', user: { token: TOKEN } }],
+        contexts: [{ name: 'dev', context: { cluster: 'dev', user: 'dev-user' } }],
+        'current-context': 'dev',
+      }),
+      'auto',
+    ],
     ['base64, auto', b64(plain), 'auto'],
     ['base64, explicit', b64(plain), 'base64'],
     ['base64 wrapped at 76 columns (base64 without -w0)', (b64(plain).match(/.{1,76}/g) ?? []).join('\n'), 'auto'],
@@ -125,16 +137,56 @@ describe('loadKubeconfig from the input', () => {
 
 describe('loadKubeconfig refuses a bad input without echoing it', () => {
   const cases: readonly (readonly [string, string, KubeconfigEncoding, string])[] = [
-    ['invalid base64, explicit', `${TOKEN}!!*`, 'base64', "The kubeconfig input is not valid base64 (kubeconfig-encoding: base64); encode the file with 'base64 -w0'."],
-    ['neither YAML nor base64, auto', `${PASSWORD} ${TOKEN}!`, 'auto', "The kubeconfig input is neither kubeconfig YAML nor base64 of it; paste the file's content or 'base64 -w0' of it."],
-    ['base64 of something that is not YAML', b64(`just a token ${TOKEN}`), 'auto', 'The kubeconfig input decodes from base64 to something that is not kubeconfig YAML; check the secret holds the right file.'],
-    ['not valid YAML', `clusters:\n  - name: dev\nusers:\n  - name: u\n    user:\n      token: ${TOKEN}\n  [unclosed: {\n`, 'auto', 'The kubeconfig input is not valid YAML'],
+    [
+      'invalid base64, explicit',
+      `${TOKEN}!!*`,
+      'base64',
+      "The kubeconfig input is not valid base64 (kubeconfig-encoding: base64); encode the file with 'base64 -w0'.",
+    ],
+    [
+      'neither YAML nor base64, auto',
+      `${PASSWORD} ${TOKEN}!`,
+      'auto',
+      "The kubeconfig input is neither kubeconfig YAML nor base64 of it; paste the file's content or 'base64 -w0' of it.",
+    ],
+    [
+      'base64 of something that is not YAML',
+      b64(`just a token ${TOKEN}`),
+      'auto',
+      'The kubeconfig input decodes from base64 to something that is not kubeconfig YAML; check the secret holds the right file.',
+    ],
+    [
+      'not valid YAML',
+      `clusters:\n  - name: dev\nusers:\n  - name: u\n    user:\n      token: ${TOKEN}\n  [unclosed: {\n`,
+      'auto',
+      'The kubeconfig input is not valid YAML',
+    ],
     ['not valid YAML (base64)', b64(`users:\n  - user: { token: ${TOKEN}\n    broken: [\n`), 'base64', 'The kubeconfig input is not valid YAML'],
-    ['YAML without clusters', `users:\n  - name: u\n    user:\n      token: ${TOKEN}\n`, 'auto', "The kubeconfig input is not a kubeconfig: it has no 'clusters' list."],
-    ['YAML without clusters (base64)', b64(`users:\n  - name: u\n    user:\n      password: ${PASSWORD}\n`), 'auto', "The kubeconfig input is not a kubeconfig: it has no 'clusters' list."],
+    [
+      'YAML without clusters',
+      `users:\n  - name: u\n    user:\n      token: ${TOKEN}\n`,
+      'auto',
+      "The kubeconfig input is not a kubeconfig: it has no 'clusters' list.",
+    ],
+    [
+      'YAML without clusters (base64)',
+      b64(`users:\n  - name: u\n    user:\n      password: ${PASSWORD}\n`),
+      'auto',
+      "The kubeconfig input is not a kubeconfig: it has no 'clusters' list.",
+    ],
     ['a YAML list', `- token: ${TOKEN}\n- clusters: []\n`, 'plain', "The kubeconfig input is not a kubeconfig: it has no 'clusters' list."],
-    ['a cluster entry without its cluster', `clusters:\n  - name: dev\nusers:\n  - name: u\n    user:\n      token: ${TOKEN}\n`, 'auto', 'The kubeconfig input is not a valid kubeconfig: clusters[0].cluster is missing.'],
-    ['clusters but no current context', kubeconfigYaml({ current: '' }), 'auto', "The kubeconfig (input) has no current context with a cluster server; set current-context or the 'context' input."],
+    [
+      'a cluster entry without its cluster',
+      `clusters:\n  - name: dev\nusers:\n  - name: u\n    user:\n      token: ${TOKEN}\n`,
+      'auto',
+      'The kubeconfig input is not a valid kubeconfig: clusters[0].cluster is missing.',
+    ],
+    [
+      'clusters but no current context',
+      kubeconfigYaml({ current: '' }),
+      'auto',
+      "The kubeconfig (input) has no current context with a cluster server; set current-context or the 'context' input.",
+    ],
   ]
 
   it.each(cases)('%s', async (_, text, encoding, expected) => {
@@ -159,7 +211,9 @@ describe('loadKubeconfig refuses a bad input without echoing it', () => {
 
   it('says there are no contexts at all when there are none', async () => {
     const text = 'clusters:\n  - name: dev\n    cluster: { server: https://dev.example.test:6443 }\n'
-    expect(errorOf(() => loadKubeconfig({ kubeconfig: text, encoding: 'auto', context: 'dev', env: {} })).message).toBe("Context 'dev' is not in the kubeconfig (input); it has: no contexts.")
+    expect(errorOf(() => loadKubeconfig({ kubeconfig: text, encoding: 'auto', context: 'dev', env: {} })).message).toBe(
+      "Context 'dev' is not in the kubeconfig (input); it has: no contexts.",
+    )
   })
 })
 
@@ -187,12 +241,20 @@ describe('loadKubeconfig without the input', () => {
     const dir = await tempDir()
     const first = join(dir, 'first')
     const second = join(dir, 'second')
-    await writeFile(first, 'apiVersion: v1\nkind: Config\nclusters:\n  - name: one\n    cluster: { server: https://one.example.test }\nusers:\n  - name: u1\n    user: { token: token-one-0123 }\ncontexts:\n  - name: one\n    context: { cluster: one, user: u1 }\ncurrent-context: one\n')
+    await writeFile(
+      first,
+      'apiVersion: v1\nkind: Config\nclusters:\n  - name: one\n    cluster: { server: https://one.example.test }\nusers:\n  - name: u1\n    user: { token: token-one-0123 }\ncontexts:\n  - name: one\n    context: { cluster: one, user: u1 }\ncurrent-context: one\n',
+    )
     await writeFile(second, kubeconfigYaml({ current: 'prod' }))
     const loaded = loadKubeconfig(await request({ env: await emptyEnv({ KUBECONFIG: `${first}:${join(dir, 'missing')}:${second}` }) }))
     expect(loaded.origin).toBe(`${first}:${second}`)
     expect(loaded.server).toBe('https://one.example.test')
-    expect(loaded.config.getContexts().map((c) => c.name).sort()).toEqual(['dev', 'one', 'prod'])
+    expect(
+      loaded.config
+        .getContexts()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['dev', 'one', 'prod'])
     expect(loaded.secrets).toEqual(expect.arrayContaining(['token-one-0123', TOKEN]))
   })
 
@@ -231,10 +293,15 @@ describe('loadKubeconfig without the input', () => {
     expect(error.message).not.toContain('localhost')
   })
 
-  it.skipIf(existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token'))('is still an error with KUBERNETES_SERVICE_HOST set but no service account token', async () => {
-    const env = await emptyEnv({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' })
-    expect(errorOf(() => loadKubeconfig({ kubeconfig: undefined, encoding: 'auto', context: undefined, env })).message).toMatch(/^No Kubernetes cluster is configured/)
-  })
+  it.skipIf(existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token'))(
+    'is still an error with KUBERNETES_SERVICE_HOST set but no service account token',
+    async () => {
+      const env = await emptyEnv({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' })
+      expect(errorOf(() => loadKubeconfig({ kubeconfig: undefined, encoding: 'auto', context: undefined, env })).message).toMatch(
+        /^No Kubernetes cluster is configured/,
+      )
+    },
+  )
 })
 
 describe('secrets', () => {

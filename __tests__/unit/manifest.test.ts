@@ -8,8 +8,7 @@ import type { FileContent } from '../../src/model.ts'
 
 const options: ManifestOptions = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true }
 const file = (text: string): FileContent => ({ type: 'file', bytes: new TextEncoder().encode(text) })
-const parse = (text: string, path = 'deploy/app.yaml', extra: Partial<ManifestOptions> = {}) =>
-  parseManifestFile(path, file(text), { ...options, ...extra })
+const parse = (text: string, path = 'deploy/app.yaml', extra: Partial<ManifestOptions> = {}) => parseManifestFile(path, file(text), { ...options, ...extra })
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
 
 const labelledConfigMap = `apiVersion: v1
@@ -70,9 +69,7 @@ describe('ConfigMaps', () => {
     const result = parse(labelledConfigMap.replace('"true"', 'true'))
     expect(result.sources[0]?.labelled).toBe(false)
     // one error, no second "lacks the label" warning about the annotation
-    expect(result.problems).toEqual([
-      expect.objectContaining({ severity: 'error', line: 7, message: expect.stringContaining('must be a string') }),
-    ])
+    expect(result.problems).toEqual([expect.objectContaining({ severity: 'error', line: 7, message: expect.stringContaining('must be a string') })])
   })
 
   it('leaves the namespace open when metadata.namespace is absent', () => {
@@ -85,9 +82,7 @@ describe('ConfigMaps', () => {
 
   it('digests data and binaryData as the live ConfigMap would', () => {
     const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: "1"\nbinaryData:\n  b: ${b64('bytes')}\n`
-    expect(parse(text).sources[0]?.digest).toBe(
-      digestOf(contentOfConfigMap({ data: { a: '1' }, binaryData: { b: b64('bytes') } }), { semantic: true }),
-    )
+    expect(parse(text).sources[0]?.digest).toBe(digestOf(contentOfConfigMap({ data: { a: '1' }, binaryData: { b: b64('bytes') } }), { semantic: true }))
   })
 
   it('treats an empty data field as no data', () => {
@@ -146,9 +141,7 @@ ${namespace === undefined ? '' : `    nebius.ai/helmreleases-namespace: ${JSON.s
     const result = parse(text)
     expect(result.sources[0]?.labelled).toBe(false)
     expect(result.sources[0]?.annotatedTargets).toEqual([{ namespace: 'flux-system', name: 'a' }])
-    expect(result.problems).toEqual([
-      expect.objectContaining({ severity: 'warning', line: 6, message: expect.stringContaining('lacks the label') }),
-    ])
+    expect(result.problems).toEqual([expect.objectContaining({ severity: 'warning', line: 6, message: expect.stringContaining('lacks the label') })])
   })
 })
 
@@ -258,7 +251,9 @@ stringData:
   it('rejects data that is not base64', () => {
     const result = parse('apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata:\n  password: hunter2\n')
     expect(result.sources).toEqual([])
-    expect(result.problems).toEqual([expect.objectContaining({ severity: 'error', line: 5, message: expect.stringContaining('data.password is not valid base64') })])
+    expect(result.problems).toEqual([
+      expect.objectContaining({ severity: 'error', line: 5, message: expect.stringContaining('data.password is not valid base64') }),
+    ])
   })
 
   it('flags a SOPS-encrypted Secret and skips the base64 check of its ciphertext', () => {

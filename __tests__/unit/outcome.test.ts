@@ -63,13 +63,21 @@ function hr(s: ReleaseState = {}): HelmRelease {
 }
 
 function triggered(o: { namespace?: string; name?: string; force?: boolean; reset?: boolean; before?: HelmRelease; startedAt?: number } = {}): Triggered {
-  const planned: PlannedRelease = { namespace: o.namespace ?? 'apps', name: o.name ?? 'app', sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }] }
+  const planned: PlannedRelease = {
+    namespace: o.namespace ?? 'apps',
+    name: o.name ?? 'app',
+    sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }],
+  }
   const before = o.before ?? hr({ namespace: planned.namespace, name: planned.name, lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded'] })
   return { planned, release: before, before, token: TOKEN, force: o.force ?? false, reset: o.reset ?? false, startedAt: o.startedAt ?? 1_000 }
 }
 
 /** Handled by helm-controller: token seen, generation observed, Ready decided. */
-const handled = (s: ReleaseState): ReleaseState => ({ lastHandledReconcileAt: TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0'], ...s })
+const handled = (s: ReleaseState): ReleaseState => ({
+  lastHandledReconcileAt: TOKEN,
+  ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0'],
+  ...s,
+})
 
 describe('assess', () => {
   const pending: readonly (readonly [string, Triggered, ReleaseState])[] = [
@@ -81,7 +89,11 @@ describe('assess', () => {
     ['handled, no Ready condition yet', triggered(), { lastHandledReconcileAt: TOKEN }],
     ['forceAt sent, not yet handled', triggered({ force: true }), handled({ lastHandledForceAt: OLD_TOKEN, history: [DEPLOYED_2, SUPERSEDED_1] })],
     ['forceAt sent, never handled', triggered({ force: true }), handled({ history: [DEPLOYED_2, SUPERSEDED_1] })],
-    ['resetAt sent, not yet handled', triggered({ reset: true }), handled({ lastHandledResetAt: OLD_TOKEN, ready: ['False', 'RetriesExceeded', 'old failure'] })],
+    [
+      'resetAt sent, not yet handled',
+      triggered({ reset: true }),
+      handled({ lastHandledResetAt: OLD_TOKEN, ready: ['False', 'RetriesExceeded', 'old failure'] }),
+    ],
     ['force and reset sent, only force handled', triggered({ force: true, reset: true }), handled({ lastHandledForceAt: TOKEN })],
   ]
 
@@ -95,7 +107,10 @@ describe('assess', () => {
     [
       'Ready=False → Failed with helm-controller’s reason and message',
       triggered(),
-      handled({ ready: ['False', 'UpgradeFailed', "Helm upgrade failed for release apps/app with chart app@1.0.0: values don't meet the specifications of the schema"], history: [{ version: 2, status: 'failed' }, DEPLOYED_1] }),
+      handled({
+        ready: ['False', 'UpgradeFailed', "Helm upgrade failed for release apps/app with chart app@1.0.0: values don't meet the specifications of the schema"],
+        history: [{ version: 2, status: 'failed' }, DEPLOYED_1],
+      }),
       {
         ...base,
         status: Status.Failed,
@@ -122,7 +137,15 @@ describe('assess', () => {
       'new revision deployed → Upgraded with revisions before and after',
       triggered(),
       handled({ history: [DEPLOYED_2, SUPERSEDED_1] }),
-      { ...base, status: Status.Upgraded, reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0', revisionBefore: 1, revisionAfter: 2, severity: 'none' },
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'none',
+      },
     ],
     [
       'new revision, Ready without reason or message → Upgraded with defaults',
@@ -134,37 +157,85 @@ describe('assess', () => {
       'first install (no revision before) → Upgraded',
       triggered({ before: hr({ ready: ['False', 'InstallFailed'], history: [] }) }),
       handled({ ready: ['True', 'InstallSucceeded', 'Helm install succeeded'], history: [{ version: 1, status: 'deployed' }] }),
-      { ...base, status: Status.Upgraded, reason: 'InstallSucceeded', message: 'Helm install succeeded', revisionBefore: undefined, revisionAfter: 1, severity: 'none' },
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'InstallSucceeded',
+        message: 'Helm install succeeded',
+        revisionBefore: undefined,
+        revisionAfter: 1,
+        severity: 'none',
+      },
     ],
     [
       'same revision, new configDigest → Upgraded',
       triggered(),
       handled({ history: [{ ...DEPLOYED_1, configDigest: 'sha256:values-2' }] }),
-      { ...base, status: Status.Upgraded, reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0', revisionBefore: 1, revisionAfter: 1, severity: 'none' },
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 1,
+        severity: 'none',
+      },
     ],
     [
       'same revision and configDigest → Unchanged',
       triggered(),
       handled({ history: [DEPLOYED_1] }),
-      { ...base, status: Status.Unchanged, reason: 'Unchanged', message: 'reconciled; values unchanged, no new Helm revision', revisionBefore: 1, revisionAfter: 1, severity: 'none' },
+      {
+        ...base,
+        status: Status.Unchanged,
+        reason: 'Unchanged',
+        message: 'reconciled; values unchanged, no new Helm revision',
+        revisionBefore: 1,
+        revisionAfter: 1,
+        severity: 'none',
+      },
     ],
     [
       'latest history entry not deployed → Failed NotDeployed',
       triggered(),
       handled({ history: [{ version: 2, status: 'pending-upgrade' }, DEPLOYED_1] }),
-      { ...base, status: Status.Failed, reason: 'NotDeployed', message: 'latest Helm release is pending-upgrade, not deployed', revisionBefore: 1, revisionAfter: 2, severity: 'error' },
+      {
+        ...base,
+        status: Status.Failed,
+        reason: 'NotDeployed',
+        message: 'latest Helm release is pending-upgrade, not deployed',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'error',
+      },
     ],
     [
       'no history at all → Failed NotDeployed',
       triggered(),
       handled({ history: [] }),
-      { ...base, status: Status.Failed, reason: 'NotDeployed', message: 'latest Helm release is missing, not deployed', revisionBefore: 1, revisionAfter: undefined, severity: 'error' },
+      {
+        ...base,
+        status: Status.Failed,
+        reason: 'NotDeployed',
+        message: 'latest Helm release is missing, not deployed',
+        revisionBefore: 1,
+        revisionAfter: undefined,
+        severity: 'error',
+      },
     ],
     [
       'force and reset both handled → judged',
       triggered({ force: true, reset: true }),
       handled({ lastHandledForceAt: TOKEN, lastHandledResetAt: TOKEN, history: [DEPLOYED_2, SUPERSEDED_1] }),
-      { ...base, status: Status.Upgraded, reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0', revisionBefore: 1, revisionAfter: 2, severity: 'none' },
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'none',
+      },
     ],
   ]
 
@@ -174,8 +245,14 @@ describe('assess', () => {
 
   it('calls Ready=False Failed although Reconciling stays True while helm-controller retries on its own', () => {
     const state = handled({ ready: ['False', 'UpgradeFailed', 'Helm upgrade failed: values rejected'], reconciling: ['True', "Running 'upgrade' action"] })
-    expect(assess(triggered(), hr(state), 5_000)).toMatchObject({ status: Status.Failed, reason: 'UpgradeFailed', message: 'Helm upgrade failed: values rejected (helm-controller keeps retrying; 0 failures so far)' })
-    expect(assess(triggered(), hr({ ...state, stalled: true }), 5_000)?.message).toBe('Helm upgrade failed: values rejected (stalled: helm-controller will not retry until reset)')
+    expect(assess(triggered(), hr(state), 5_000)).toMatchObject({
+      status: Status.Failed,
+      reason: 'UpgradeFailed',
+      message: 'Helm upgrade failed: values rejected (helm-controller keeps retrying; 0 failures so far)',
+    })
+    expect(assess(triggered(), hr({ ...state, stalled: true }), 5_000)?.message).toBe(
+      'Helm upgrade failed: values rejected (stalled: helm-controller will not retry until reset)',
+    )
   })
 
   it('waits while Ready=True but a Reconciling condition is still True', () => {
@@ -191,8 +268,16 @@ describe('lastSeen', () => {
   it.each([
     ['never seen', undefined, 'release not seen since the patch'],
     ['token not handled, no Ready', hr({}), `lastHandledReconcileAt=none (waiting for ${TOKEN}); no Ready condition`],
-    ['older token handled, Ready=True', hr({ lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded'] }), `lastHandledReconcileAt=${OLD_TOKEN} (waiting for ${TOKEN}); Ready=True UpgradeSucceeded: Helm upgrade succeeded`],
-    ['token handled, still reconciling', hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown', 'Progressing', 'Running upgrade'], reconciling: ['True', 'Running upgrade action'] }), 'token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action'],
+    [
+      'older token handled, Ready=True',
+      hr({ lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded'] }),
+      `lastHandledReconcileAt=${OLD_TOKEN} (waiting for ${TOKEN}); Ready=True UpgradeSucceeded: Helm upgrade succeeded`,
+    ],
+    [
+      'token handled, still reconciling',
+      hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown', 'Progressing', 'Running upgrade'], reconciling: ['True', 'Running upgrade action'] }),
+      'token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action',
+    ],
     ['Ready without reason or message', hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown'] }), 'token handled; Ready=Unknown'],
   ] as const)('%s', (_, live, expected) => {
     expect(lastSeen(triggered(), live)).toBe(expected)
@@ -202,9 +287,7 @@ describe('lastSeen', () => {
 // ---- The waiter ------------------------------------------------------------------------
 
 /** One watch connection: what the server sends, then how it ends. */
-type Session =
-  | { readonly send: readonly HelmRelease[]; readonly then: 'end' | 'hold' }
-  | { readonly fail: Error }
+type Session = { readonly send: readonly HelmRelease[]; readonly then: 'end' | 'hold' } | { readonly fail: Error }
 
 /**
  * A ClusterClient whose watches play scripted sessions per namespace, one per call; the last
@@ -358,14 +441,21 @@ describe('createOutcomeWaiter', () => {
     const cluster = new ScriptedCluster({ apps: [{ send: [RECONCILING], then: 'end' }] })
     const { results } = await waitFor(cluster, [triggered()])
     expect(results[0]?.status).toBe(Status.TimedOut)
-    expect(results[0]?.message).toBe('helm-controller did not finish within the timeout; last seen: token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action')
+    expect(results[0]?.message).toBe(
+      'helm-controller did not finish within the timeout; last seen: token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action',
+    )
   })
 
   it('says the release was never seen when the watch never shows it', async () => {
     const stranger = hr({ name: 'other', lastHandledReconcileAt: TOKEN, ready: ['True'] })
     const cluster = new ScriptedCluster({ apps: [{ send: [stranger], then: 'end' }] })
     const { results } = await waitFor(cluster, [triggered()])
-    expect(results[0]).toMatchObject({ status: Status.TimedOut, revisionBefore: 1, revisionAfter: undefined, message: 'helm-controller did not finish within the timeout; last seen: release not seen since the patch' })
+    expect(results[0]).toMatchObject({
+      status: Status.TimedOut,
+      revisionBefore: 1,
+      revisionAfter: undefined,
+      message: 'helm-controller did not finish within the timeout; last seen: release not seen since the patch',
+    })
   })
 
   it('re-opens a watch the server keeps ending until the release is handled', async () => {
@@ -386,16 +476,15 @@ describe('createOutcomeWaiter', () => {
 
   it('retries a watch that fails, with a warning and a backoff, then sees the outcome', async () => {
     const cluster = new ScriptedCluster({
-      apps: [
-        { fail: new TransientError('Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)') },
-        { send: [UPGRADED], then: 'hold' },
-      ],
+      apps: [{ fail: new TransientError('Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)') }, { send: [UPGRADED], then: 'hold' }],
     })
     const { results, clock, log } = await waitFor(cluster, [triggered({ startedAt: START })])
     expect(results.map((r) => [r.status, r.reason, r.durationMs])).toEqual([[Status.Upgraded, 'UpgradeSucceeded', 500]])
     expect(cluster.watchCalls).toEqual(['apps', 'apps'])
     expect(clock.sleeps).toEqual([500])
-    expect(log.warnings).toEqual(['watching HelmReleases in apps failed (Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)); retrying'])
+    expect(log.warnings).toEqual([
+      'watching HelmReleases in apps failed (Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)); retrying',
+    ])
   })
 
   it('backs off exponentially while the watch keeps failing, and never sleeps past the deadline', async () => {
@@ -411,7 +500,10 @@ describe('createOutcomeWaiter', () => {
 
   it('waits on each namespace and returns the results in the order of the triggered releases', async () => {
     const infraUpgraded = hr({ namespace: 'infra', name: 'ingress', ...handled({ history: [DEPLOYED_1] }) })
-    const failed = hr({ name: 'api', ...handled({ ready: ['False', 'UpgradeFailed', 'timed out waiting for the condition'], history: [{ version: 2, status: 'failed' }, DEPLOYED_1] }) })
+    const failed = hr({
+      name: 'api',
+      ...handled({ ready: ['False', 'UpgradeFailed', 'timed out waiting for the condition'], history: [{ version: 2, status: 'failed' }, DEPLOYED_1] }),
+    })
     const cluster = new ScriptedCluster({
       apps: [{ send: [UPGRADED, failed], then: 'hold' }],
       infra: [{ send: [infraUpgraded], then: 'hold' }],

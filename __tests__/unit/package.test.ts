@@ -11,14 +11,27 @@ const scratch = mkdtempSync(join(tmpdir(), 'hrt-pack-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 const npm = (args: string[], cwd: string): string =>
-  execFileSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' } })
+  execFileSync('npm', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' },
+  })
 
 describe('the npm package', () => {
   it('installs offline from its tarball and runs the CLI through its bin', () => {
     const packed: unknown = JSON.parse(npm(['pack', '--json', '--pack-destination', scratch], root))
     const [info] = packed as { filename: string; files: { path: string }[] }[]
     const files = (info?.files ?? []).map((f) => f.path).sort()
-    expect(files).toEqual(['LICENSE', 'README.md', 'action.yml', 'dist/THIRD-PARTY-NOTICES.txt', 'dist/cli.js', 'dist/index.js', 'dist/parse-worker.js', 'package.json'])
+    expect(files).toEqual([
+      'LICENSE',
+      'README.md',
+      'action.yml',
+      'dist/THIRD-PARTY-NOTICES.txt',
+      'dist/cli.js',
+      'dist/index.js',
+      'dist/parse-worker.js',
+      'package.json',
+    ])
 
     const app = join(scratch, 'app')
     mkdirSync(app)

@@ -180,7 +180,10 @@ describe('changed sources', () => {
 
   it('treats a source moved into another multi-document file as unchanged', () => {
     const other = configMap({ name: 'other', namespace: 'apps' })
-    const result = plan([modified('apps/web.yaml', `${before}---\n${other}`, other), modified('apps/all.yaml', other.replace('other', 'third'), `${other.replace('other', 'third')}---\n${before}`)])
+    const result = plan([
+      modified('apps/web.yaml', `${before}---\n${other}`, other),
+      modified('apps/all.yaml', other.replace('other', 'third'), `${other.replace('other', 'third')}---\n${before}`),
+    ])
     expect(result.sources).toEqual([])
   })
 
@@ -213,7 +216,13 @@ describe('targets', () => {
     configMap({ name: 'shared', namespace: 'apps', data: { 'values.yaml': `replicas: ${n}\n` }, ...spec })
 
   it('follows the annotation into another namespace, defaulting to flux-system', () => {
-    const crossNamespace = plan([modified('a.yaml', source(1, { labelled: true, targets: 'x', targetNamespace: 'team-b' }), source(2, { labelled: true, targets: 'x', targetNamespace: 'team-b' }))])
+    const crossNamespace = plan([
+      modified(
+        'a.yaml',
+        source(1, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
+        source(2, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
+      ),
+    ])
     expect(crossNamespace.releases.map((r) => [r.namespace, r.name])).toEqual([['team-b', 'x']])
     const defaulted = plan([modified('a.yaml', source(1, { labelled: true, targets: 'x' }), source(2, { labelled: true, targets: 'x' }))])
     expect(defaulted.releases.map((r) => [r.namespace, r.name])).toEqual([['flux-system', 'x']])
@@ -234,7 +243,10 @@ describe('targets', () => {
 
   it('merges annotation and valuesFrom reasons for the same release', () => {
     const spec = { labelled: true, targets: 'reader', targetNamespace: 'apps' }
-    const result = plan([modified('apps/cm.yaml', source(1, spec), source(2, spec))], [head('apps/hr.yaml', helmRelease('reader', 'apps', ['ConfigMap/shared']))])
+    const result = plan(
+      [modified('apps/cm.yaml', source(1, spec), source(2, spec))],
+      [head('apps/hr.yaml', helmRelease('reader', 'apps', ['ConfigMap/shared']))],
+    )
     expect(result.sources[0]?.targets).toEqual([{ namespace: 'apps', name: 'reader', reasons: ['annotation', 'valuesFrom'] }])
     expect(result.releases).toHaveLength(1)
   })
@@ -246,7 +258,12 @@ describe('targets', () => {
     const labelled = plan([modified('apps/cm.yaml', source(1, { labelled: true }), source(2, { labelled: true }))], releases, { discover: false })
     expect(labelled.releases).toEqual([])
     expect(labelled.problems).toEqual([
-      expect.objectContaining({ severity: 'warning', file: 'apps/cm.yaml', line: 1, message: expect.stringMatching(/^ConfigMap\/apps\/shared triggers no HelmRelease: .*discover is off/) }),
+      expect.objectContaining({
+        severity: 'warning',
+        file: 'apps/cm.yaml',
+        line: 1,
+        message: expect.stringMatching(/^ConfigMap\/apps\/shared triggers no HelmRelease: .*discover is off/),
+      }),
     ])
   })
 
@@ -264,7 +281,8 @@ describe('targets', () => {
         severity: 'warning',
         file: 'apps/cm.yaml',
         line: 1,
-        message: "ConfigMap/apps/shared triggers no HelmRelease: name them in nebius.ai/helmreleases-name, or reference it from a HelmRelease's spec.valuesFrom",
+        message:
+          "ConfigMap/apps/shared triggers no HelmRelease: name them in nebius.ai/helmreleases-name, or reference it from a HelmRelease's spec.valuesFrom",
       },
     ])
   })
@@ -299,15 +317,18 @@ describe('namespaces', () => {
   const cm = (n: number) => configMap({ name: 'cfg', data: { v: String(n) } })
 
   it('takes a missing metadata.namespace from the nearest kustomization', () => {
-    const result = plan([modified('clusters/prod/apps/web/cfg.yaml', cm(1), cm(2))], [
-      head('clusters/prod/apps/kustomization.yaml', kustomization('apps')),
-      head('clusters/prod/kustomization.yaml', kustomization('ignored-further-up')),
-    ])
+    const result = plan(
+      [modified('clusters/prod/apps/web/cfg.yaml', cm(1), cm(2))],
+      [head('clusters/prod/apps/kustomization.yaml', kustomization('apps')), head('clusters/prod/kustomization.yaml', kustomization('ignored-further-up'))],
+    )
     expect(result.sources.map((s) => s.id)).toEqual(['ConfigMap/apps/cfg'])
   })
 
   it('skips kustomizations without a namespace on the way up, then falls back to default', () => {
-    const result = plan([modified('a/b/cfg.yaml', cm(1), cm(2))], [head('a/b/kustomization.yml', 'resources: [cfg.yaml]\n'), head('a/kustomization.yaml', kustomization('outer'))])
+    const result = plan(
+      [modified('a/b/cfg.yaml', cm(1), cm(2))],
+      [head('a/b/kustomization.yml', 'resources: [cfg.yaml]\n'), head('a/kustomization.yaml', kustomization('outer'))],
+    )
     expect(result.sources.map((s) => s.id)).toEqual(['ConfigMap/outer/cfg'])
     expect(plan([modified('x/cfg.yaml', cm(1), cm(2))]).sources.map((s) => s.id)).toEqual(['ConfigMap/default/cfg'])
   })
@@ -318,7 +339,10 @@ describe('namespaces', () => {
   })
 
   it('resolves releases the same way, so valuesFrom matches in the resolved namespace', () => {
-    const result = plan([modified('team/cfg.yaml', cm(1), cm(2))], [head('team/kustomization.yaml', kustomization('team')), head('team/hr.yaml', helmRelease('web', undefined, ['ConfigMap/cfg']))])
+    const result = plan(
+      [modified('team/cfg.yaml', cm(1), cm(2))],
+      [head('team/kustomization.yaml', kustomization('team')), head('team/hr.yaml', helmRelease('web', undefined, ['ConfigMap/cfg']))],
+    )
     expect(result.releases.map((r) => [r.namespace, r.name, r.sources.map((s) => s.id)])).toEqual([['team', 'web', ['ConfigMap/team/cfg']]])
   })
 
@@ -411,7 +435,10 @@ describe('paths', () => {
 
   it('only reads HelmReleases from head files matching `paths`', () => {
     const unlabelled = (n: number) => configMap({ name: 'cfg', namespace: 'apps', data: { v: String(n) } })
-    const releases = [head('deploy/hr.yaml', helmRelease('in', 'apps', ['ConfigMap/cfg'])), head('other/hr.yaml', helmRelease('out', 'apps', ['ConfigMap/cfg']))]
+    const releases = [
+      head('deploy/hr.yaml', helmRelease('in', 'apps', ['ConfigMap/cfg'])),
+      head('other/hr.yaml', helmRelease('out', 'apps', ['ConfigMap/cfg'])),
+    ]
     const result = plan([modified('deploy/cfg.yaml', unlabelled(1), unlabelled(2))], releases, { paths: ['deploy/**'] })
     expect(result.releases.map((r) => r.name)).toEqual(['in'])
   })
@@ -463,7 +490,15 @@ describe('paths', () => {
 })
 
 describe('retarget', () => {
-  const cm = (n: number, labelled = false) => configMap({ name: 'cfg', namespace: 'apps', labelled, targets: labelled ? 'repo-release' : undefined, targetNamespace: labelled ? 'apps' : undefined, data: { v: String(n) } })
+  const cm = (n: number, labelled = false) =>
+    configMap({
+      name: 'cfg',
+      namespace: 'apps',
+      labelled,
+      targets: labelled ? 'repo-release' : undefined,
+      targetNamespace: labelled ? 'apps' : undefined,
+      data: { v: String(n) },
+    })
   const cluster = (name: string, namespace: string, refs: ReleaseManifest['valuesFrom']): ReleaseManifest => ({ name, namespace, valuesFrom: refs })
 
   it('adds releases found in the cluster, merged with the repository ones', () => {
@@ -506,7 +541,13 @@ describe('retarget', () => {
 describe('determinism and scale', () => {
   it('gives the same plan whatever the order of the changes and head files', () => {
     const changes = Array.from({ length: 20 }, (_, i) => {
-      const spec = { name: `cfg-${i}`, namespace: `ns-${i % 3}`, labelled: i % 2 === 0, targets: `r-${i % 4}, r-${(i + 1) % 4}`, targetNamespace: `ns-${i % 3}` }
+      const spec = {
+        name: `cfg-${i}`,
+        namespace: `ns-${i % 3}`,
+        labelled: i % 2 === 0,
+        targets: `r-${i % 4}, r-${(i + 1) % 4}`,
+        targetNamespace: `ns-${i % 3}`,
+      }
       return modified(`d/${i}.yaml`, configMap({ ...spec, data: { v: '1' } }), configMap({ ...spec, data: { v: '2' } }))
     })
     const releases = Array.from({ length: 4 }, (_, i) => head(`d/hr-${i}.yaml`, helmRelease(`r-${i}`, 'ns-0', [`ConfigMap/cfg-${i}`])))
@@ -521,8 +562,20 @@ describe('determinism and scale', () => {
     const releases: HeadFile[] = []
     for (let i = 0; i < 10_000; i++) {
       const labelled = i % 2 === 0
-      const spec = { name: `cfg-${i}`, namespace: `ns-${i % 50}`, labelled, targets: labelled ? `annotated-${i % 100}` : undefined, targetNamespace: `ns-${i % 50}` }
-      changes.push(modified(`clusters/prod/app-${i}/cfg.yaml`, configMap({ ...spec, data: { 'values.yaml': `replicas: 1\nid: ${i}\n` } }), configMap({ ...spec, data: { 'values.yaml': `replicas: 2\nid: ${i}\n` } })))
+      const spec = {
+        name: `cfg-${i}`,
+        namespace: `ns-${i % 50}`,
+        labelled,
+        targets: labelled ? `annotated-${i % 100}` : undefined,
+        targetNamespace: `ns-${i % 50}`,
+      }
+      changes.push(
+        modified(
+          `clusters/prod/app-${i}/cfg.yaml`,
+          configMap({ ...spec, data: { 'values.yaml': `replicas: 1\nid: ${i}\n` } }),
+          configMap({ ...spec, data: { 'values.yaml': `replicas: 2\nid: ${i}\n` } }),
+        ),
+      )
       if (i % 10 === 0) releases.push(head(`clusters/prod/app-${i}/hr.yaml`, helmRelease(`reader-${i}`, `ns-${i % 50}`, [`ConfigMap/cfg-${i}`])))
     }
     const result = plan(changes, releases)

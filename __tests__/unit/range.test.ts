@@ -270,9 +270,7 @@ describe('readEvent', () => {
     const path = await eventFile('{"before": 42}')
     await expect(readEvent(path)).rejects.toThrow(`the event payload ${path}: 'before' must be a string`)
     await expect(readEvent(await eventFile('{"deleted": "yes"}'))).rejects.toThrow(`'deleted' must be true or false`)
-    await expect(readEvent(await eventFile('{"pull_request": {"base": {"sha": "a"}}}'))).rejects.toThrow(
-      `'pull_request.head.sha' must be a commit SHA`,
-    )
+    await expect(readEvent(await eventFile('{"pull_request": {"base": {"sha": "a"}}}'))).rejects.toThrow(`'pull_request.head.sha' must be a commit SHA`)
     await expect(readEvent(await eventFile('{"pull_request": "x"}'))).rejects.toThrow(`'pull_request.base.sha' must be a commit SHA`)
   })
 

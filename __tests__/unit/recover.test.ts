@@ -36,15 +36,19 @@ describe('decideRecovery', () => {
     expect(decideRecovery(release(failing(message)), NOW, policy)).toMatchObject({ action: 'recover', attempt: 1 })
   })
 
-  it.each(['values don\'t meet the specifications of the schema', 'template: demo/templates/cm.yaml:1: invalid value', 'chart "nope" version "9.9.9" not found'])(
-    'leaves a non-transient failure alone and lists it: %j',
-    (message) => {
-      expect(decideRecovery(release(failing(message)), NOW, policy)).toMatchObject({ action: 'skip', reason: 'NotTransient', severity: 'warning' })
-    },
-  )
+  it.each([
+    "values don't meet the specifications of the schema",
+    'template: demo/templates/cm.yaml:1: invalid value',
+    'chart "nope" version "9.9.9" not found',
+  ])('leaves a non-transient failure alone and lists it: %j', (message) => {
+    expect(decideRecovery(release(failing(message)), NOW, policy)).toMatchObject({ action: 'skip', reason: 'NotTransient', severity: 'warning' })
+  })
 
   it('recovers a Stalled release whatever its message', () => {
-    expect(decideRecovery(release(failing('invalid value', { stalled: true })), NOW, policy)).toMatchObject({ action: 'recover', why: expect.stringContaining('stalled') })
+    expect(decideRecovery(release(failing('invalid value', { stalled: true })), NOW, policy)).toMatchObject({
+      action: 'recover',
+      why: expect.stringContaining('stalled'),
+    })
     expect(decideRecovery(release(failing('whatever', { reason: 'RetriesExceeded' })), NOW, policy)).toMatchObject({ action: 'recover' })
   })
 
@@ -54,16 +58,22 @@ describe('decideRecovery', () => {
 
   it('honours the backoff, doubling after each attempt', () => {
     const at = (ms: number) => new Date(NOW - ms).toISOString().replace('Z', '000000Z')
-    const after1 = (ago: number) => decideRecovery(release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '1', 'nebius.ai/recover-at': at(ago) }), NOW, policy)
+    const after1 = (ago: number) =>
+      decideRecovery(release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '1', 'nebius.ai/recover-at': at(ago) }), NOW, policy)
     expect(after1(60_000)).toMatchObject({ action: 'skip', reason: 'BackingOff', severity: 'none' })
     expect(after1(300_000)).toMatchObject({ action: 'recover', attempt: 2 })
-    const after2 = (ago: number) => decideRecovery(release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '2', 'nebius.ai/recover-at': at(ago) }), NOW, policy)
+    const after2 = (ago: number) =>
+      decideRecovery(release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '2', 'nebius.ai/recover-at': at(ago) }), NOW, policy)
     expect(after2(300_000)).toMatchObject({ action: 'skip', reason: 'BackingOff' })
     expect(after2(600_000)).toMatchObject({ action: 'recover', attempt: 3 })
   })
 
   it('stops when the budget is spent, as an error', () => {
-    const d = decideRecovery(release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '3', 'nebius.ai/recover-at': '2020-01-01T00:00:00.000000000Z' }), NOW, policy)
+    const d = decideRecovery(
+      release(failing('i/o timeout'), { 'nebius.ai/recover-attempts': '3', 'nebius.ai/recover-at': '2020-01-01T00:00:00.000000000Z' }),
+      NOW,
+      policy,
+    )
     expect(d).toMatchObject({ action: 'skip', reason: 'BudgetExhausted', severity: 'error' })
   })
 
@@ -71,7 +81,9 @@ describe('decideRecovery', () => {
     const ready = { conditions: [{ type: 'Ready', status: 'True', reason: 'UpgradeSucceeded', message: '' }] }
     expect(decideRecovery(release(ready, { 'nebius.ai/recover-attempts': '2' }), NOW, policy)).toEqual({ action: 'reset-budget' })
     expect(decideRecovery(release(ready), NOW, policy)).toEqual({ action: 'ignore' })
-    expect(decideRecovery(release({ conditions: [{ type: 'Ready', status: 'Unknown', reason: 'Progressing', message: 'context deadline exceeded' }] }), NOW, policy)).toEqual({ action: 'ignore' })
+    expect(
+      decideRecovery(release({ conditions: [{ type: 'Ready', status: 'Unknown', reason: 'Progressing', message: 'context deadline exceeded' }] }), NOW, policy),
+    ).toEqual({ action: 'ignore' })
   })
 })
 
@@ -97,9 +109,17 @@ describe('runRecover against the fake cluster', () => {
       .addRelease('apps', 'transient', {}, { status: failing('context deadline exceeded') })
       .addRelease('apps', 'broken', {}, { status: failing('invalid value') })
       .addRelease('apps', 'paused', { suspend: true }, { status: failing('i/o timeout') })
-      .addRelease('apps', 'healthy', {}, { status: { conditions: [{ type: 'Ready', status: 'True' }] }, annotations: { 'nebius.ai/recover-attempts': '1', 'nebius.ai/recover-at': 'x' } })
+      .addRelease(
+        'apps',
+        'healthy',
+        {},
+        { status: { conditions: [{ type: 'Ready', status: 'True' }] }, annotations: { 'nebius.ai/recover-attempts': '1', 'nebius.ai/recover-at': 'x' } },
+      )
       .addRelease('other', 'transient', {}, { status: failing('i/o timeout') })
-    const report = await runRecover({ ...settings, namespaces: ['apps'] }, { connect: async () => cluster, clock: new FakeClock(NOW), log: { info: () => undefined, warning: () => undefined } })
+    const report = await runRecover(
+      { ...settings, namespaces: ['apps'] },
+      { connect: async () => cluster, clock: new FakeClock(NOW), log: { info: () => undefined, warning: () => undefined } },
+    )
     const byName = Object.fromEntries(report.results.map((r) => [r.name, r]))
     expect(byName['transient']).toMatchObject({ namespace: 'apps', status: 'Triggered', reason: 'RecoveryRequested' })
     expect(byName['broken']).toMatchObject({ status: 'Skipped', reason: 'NotTransient' })

@@ -42,7 +42,17 @@ const SOURCES: readonly PlannedSource[] = [
 ]
 
 function result(name: string, status: Status, extra: Partial<ReleaseResult> = {}): ReleaseResult {
-  return { namespace: 'apps', name, sources: [{ id: CM, digest: digest('a') }], status, reason: status, message: `${name} is ${status}`, durationMs: 1_500, severity: 'none', ...extra }
+  return {
+    namespace: 'apps',
+    name,
+    sources: [{ id: CM, digest: digest('a') }],
+    status,
+    reason: status,
+    message: `${name} is ${status}`,
+    durationMs: 1_500,
+    severity: 'none',
+    ...extra,
+  }
 }
 
 function report(extra: Partial<TriggerReport> = {}): TriggerReport {
@@ -51,7 +61,14 @@ function report(extra: Partial<TriggerReport> = {}): TriggerReport {
     plan: {
       sources: SOURCES,
       releases: [
-        { namespace: 'apps', name: 'app', sources: [{ id: CM, digest: digest('a'), encrypted: false }, { id: SECRET, digest: digest('b'), encrypted: true }] },
+        {
+          namespace: 'apps',
+          name: 'app',
+          sources: [
+            { id: CM, digest: digest('a'), encrypted: false },
+            { id: SECRET, digest: digest('b'), encrypted: true },
+          ],
+        },
         { namespace: 'apps', name: 'worker', sources: [{ id: SECRET, digest: digest('b'), encrypted: true }] },
       ],
       problems: [],
@@ -66,8 +83,18 @@ function report(extra: Partial<TriggerReport> = {}): TriggerReport {
   }
 }
 
-const problem = (severity: FileProblem['severity'], file: string, line: number | undefined, message: string): FileProblem => ({ severity, file, ...(line === undefined ? {} : { line }), message })
-const unapplied = (id: SourceId): SourceResult => ({ id, applied: false, message: `${id} never reached the planned content within the timeout`, durationMs: 300_000 })
+const problem = (severity: FileProblem['severity'], file: string, line: number | undefined, message: string): FileProblem => ({
+  severity,
+  file,
+  ...(line === undefined ? {} : { line }),
+  message,
+})
+const unapplied = (id: SourceId): SourceResult => ({
+  id,
+  applied: false,
+  message: `${id} never reached the planned content within the timeout`,
+  durationMs: 300_000,
+})
 
 describe('outputsOf', () => {
   it.each([
@@ -89,15 +116,37 @@ describe('outputsOf', () => {
     const o = outputsOf(
       report({
         results: [
-          result('app', Status.Upgraded, { token: '2026-11-22T10:00:00.123000000Z', sources: [{ id: CM, digest: digest('a') }, { id: SECRET, digest: digest('b') }], reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded', revisionBefore: 1, revisionAfter: 2 }),
+          result('app', Status.Upgraded, {
+            token: '2026-11-22T10:00:00.123000000Z',
+            sources: [
+              { id: CM, digest: digest('a') },
+              { id: SECRET, digest: digest('b') },
+            ],
+            reason: 'UpgradeSucceeded',
+            message: 'Helm upgrade succeeded',
+            revisionBefore: 1,
+            revisionAfter: 2,
+          }),
           result('gone', Status.Skipped, { reason: 'NotFound', message: 'HelmRelease apps/gone does not exist in the cluster', severity: 'warning' }),
         ],
       }),
     )
     expect(o.triggered).toEqual([
-      { namespace: 'apps', name: 'app', status: 'Upgraded', token: '2026-11-22T10:00:00.123000000Z', sources: [CM, SECRET], reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded', revisionBefore: 1, revisionAfter: 2 },
+      {
+        namespace: 'apps',
+        name: 'app',
+        status: 'Upgraded',
+        token: '2026-11-22T10:00:00.123000000Z',
+        sources: [CM, SECRET],
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded',
+        revisionBefore: 1,
+        revisionAfter: 2,
+      },
     ])
-    expect(o.skipped).toEqual([{ namespace: 'apps', name: 'gone', status: 'Skipped', sources: [CM], reason: 'NotFound', message: 'HelmRelease apps/gone does not exist in the cluster' }])
+    expect(o.skipped).toEqual([
+      { namespace: 'apps', name: 'gone', status: 'Skipped', sources: [CM], reason: 'NotFound', message: 'HelmRelease apps/gone does not exist in the cluster' },
+    ])
     expect(Object.keys(o.skipped[0] ?? {})).not.toContain('token')
     expect(Object.keys(o.skipped[0] ?? {})).not.toContain('revisionBefore')
     expect(o.failed).toEqual([])
@@ -111,7 +160,16 @@ describe('outputsOf', () => {
       head: HEAD_SHA,
       fullSync: false,
       sources: [
-        { id: CM, change: 'modified', digest: digest('a'), previousDigest: digest('0'), encrypted: false, file: 'apps/app/values.yaml', line: 1, targets: [{ namespace: 'apps', name: 'app', reasons: ['annotation'] }] },
+        {
+          id: CM,
+          change: 'modified',
+          digest: digest('a'),
+          previousDigest: digest('0'),
+          encrypted: false,
+          file: 'apps/app/values.yaml',
+          line: 1,
+          targets: [{ namespace: 'apps', name: 'app', reasons: ['annotation'] }],
+        },
         {
           id: SECRET,
           change: 'added',
@@ -127,7 +185,14 @@ describe('outputsOf', () => {
         },
       ],
       releases: [
-        { namespace: 'apps', name: 'app', sources: [{ id: CM, digest: digest('a') }, { id: SECRET, digest: digest('b') }] },
+        {
+          namespace: 'apps',
+          name: 'app',
+          sources: [
+            { id: CM, digest: digest('a') },
+            { id: SECRET, digest: digest('b') },
+          ],
+        },
         { namespace: 'apps', name: 'worker', sources: [{ id: SECRET, digest: digest('b') }] },
       ],
       problems: [{ severity: 'error', file: 'apps/broken.yaml', line: 7, message: 'data.port must be a string' }],
@@ -135,9 +200,25 @@ describe('outputsOf', () => {
   })
 
   it('writes base and digest as null for a full sync and a deleted source', () => {
-    const deleted: PlannedSource = { kind: 'ConfigMap', namespace: 'apps', name: 'old', id: 'ConfigMap/apps/old', change: 'deleted', previousDigest: digest('c'), encrypted: false, origin: { file: 'old.yaml', line: 1 }, targets: [] }
+    const deleted: PlannedSource = {
+      kind: 'ConfigMap',
+      namespace: 'apps',
+      name: 'old',
+      id: 'ConfigMap/apps/old',
+      change: 'deleted',
+      previousDigest: digest('c'),
+      encrypted: false,
+      origin: { file: 'old.yaml', line: 1 },
+      targets: [],
+    }
     const plan = outputsOf(report({ range: { head: HEAD_SHA, fullSync: true, notes: [] }, plan: { sources: [deleted], releases: [], problems: [] } })).plan
-    expect(plan).toMatchObject({ base: null, head: HEAD_SHA, fullSync: true, sources: [{ id: 'ConfigMap/apps/old', change: 'deleted', digest: null, previousDigest: digest('c'), targets: [] }], releases: [] })
+    expect(plan).toMatchObject({
+      base: null,
+      head: HEAD_SHA,
+      fullSync: true,
+      sources: [{ id: 'ConfigMap/apps/old', change: 'deleted', digest: null, previousDigest: digest('c'), targets: [] }],
+      releases: [],
+    })
   })
 })
 
@@ -149,17 +230,40 @@ describe('failureOf', () => {
 
   const cases: readonly (readonly [string, Partial<TriggerReport>, { error?: string; warning?: string }])[] = [
     ['a clean run', { results: [upgraded] }, {}],
-    ['a failed release', { results: [upgraded, failedResult] }, { error: '1 problem (fail-on: error): apps/app: Failed (UpgradeFailed)', warning: '1 problem (fail-on: warning): apps/app: Failed (UpgradeFailed)' }],
-    ['a timed-out release', { results: [timedOut] }, { error: '1 problem (fail-on: error): apps/slow: TimedOut (TimedOut)', warning: '1 problem (fail-on: warning): apps/slow: TimedOut (TimedOut)' }],
-    ['a source that never arrived', { sources: [unapplied(CM), { id: SECRET, applied: true, message: 'arrived', durationMs: 1 }] }, { error: `1 problem (fail-on: error): ${CM} never reached the cluster`, warning: `1 problem (fail-on: warning): ${CM} never reached the cluster` }],
-    ['an error in a manifest', { problems: [problem('error', 'apps/bad.yaml', 3, 'not valid YAML')] }, { error: '1 problem (fail-on: error): apps/bad.yaml:3: not valid YAML', warning: '1 problem (fail-on: warning): apps/bad.yaml:3: not valid YAML' }],
+    [
+      'a failed release',
+      { results: [upgraded, failedResult] },
+      { error: '1 problem (fail-on: error): apps/app: Failed (UpgradeFailed)', warning: '1 problem (fail-on: warning): apps/app: Failed (UpgradeFailed)' },
+    ],
+    [
+      'a timed-out release',
+      { results: [timedOut] },
+      { error: '1 problem (fail-on: error): apps/slow: TimedOut (TimedOut)', warning: '1 problem (fail-on: warning): apps/slow: TimedOut (TimedOut)' },
+    ],
+    [
+      'a source that never arrived',
+      { sources: [unapplied(CM), { id: SECRET, applied: true, message: 'arrived', durationMs: 1 }] },
+      { error: `1 problem (fail-on: error): ${CM} never reached the cluster`, warning: `1 problem (fail-on: warning): ${CM} never reached the cluster` },
+    ],
+    [
+      'an error in a manifest',
+      { problems: [problem('error', 'apps/bad.yaml', 3, 'not valid YAML')] },
+      { error: '1 problem (fail-on: error): apps/bad.yaml:3: not valid YAML', warning: '1 problem (fail-on: warning): apps/bad.yaml:3: not valid YAML' },
+    ],
     ['a missing release (warning)', { results: [notFound] }, { warning: '1 problem (fail-on: warning): apps/gone: NotFound' }],
-    ['a manifest warning without a line', { problems: [problem('warning', 'apps/x.yaml', undefined, 'names no release')] }, { warning: '1 problem (fail-on: warning): apps/x.yaml: names no release' }],
+    [
+      'a manifest warning without a line',
+      { problems: [problem('warning', 'apps/x.yaml', undefined, 'names no release')] },
+      { warning: '1 problem (fail-on: warning): apps/x.yaml: names no release' },
+    ],
     ['a notice only', { problems: [problem('notice', 'apps/x.yaml', 1, 'deleted source')] }, {}],
     [
       'errors and warnings together, errors first',
       { results: [notFound, failedResult], problems: [problem('warning', 'w.yaml', 2, 'odd'), problem('error', 'e.yaml', 9, 'bad')] },
-      { error: '2 problems (fail-on: error): apps/app: Failed (UpgradeFailed); e.yaml:9: bad', warning: '4 problems (fail-on: warning): apps/app: Failed (UpgradeFailed); e.yaml:9: bad; apps/gone: NotFound; w.yaml:2: odd' },
+      {
+        error: '2 problems (fail-on: error): apps/app: Failed (UpgradeFailed); e.yaml:9: bad',
+        warning: '4 problems (fail-on: warning): apps/app: Failed (UpgradeFailed); e.yaml:9: bad; apps/gone: NotFound; w.yaml:2: odd',
+      },
     ],
   ]
 
@@ -192,12 +296,35 @@ function tableRows(markdown: string, title: string): string[] {
 }
 
 /** Cells of a GFM table row, split on unescaped pipes only. */
-const cellsOf = (row: string): string[] => row.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim())
+const cellsOf = (row: string): string[] =>
+  row
+    .split(/(?<!\\)\|/)
+    .slice(1, -1)
+    .map((c) => c.trim())
 
 describe('summaryMarkdown', () => {
   const results = [
-    result('app', Status.Upgraded, { sources: [{ id: CM, digest: digest('a') }, { id: SECRET, digest: digest('b') }], reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded', revisionBefore: 1, revisionAfter: 2, durationMs: 42_000, token: 't' }),
-    result('worker', Status.Failed, { sources: [{ id: SECRET, digest: digest('b') }], reason: 'UpgradeFailed', message: 'Helm upgrade failed | exit 1\nline two <b>bold</b>', revisionBefore: 3, revisionAfter: 4, durationMs: 90_000, severity: 'error' }),
+    result('app', Status.Upgraded, {
+      sources: [
+        { id: CM, digest: digest('a') },
+        { id: SECRET, digest: digest('b') },
+      ],
+      reason: 'UpgradeSucceeded',
+      message: 'Helm upgrade succeeded',
+      revisionBefore: 1,
+      revisionAfter: 2,
+      durationMs: 42_000,
+      token: 't',
+    }),
+    result('worker', Status.Failed, {
+      sources: [{ id: SECRET, digest: digest('b') }],
+      reason: 'UpgradeFailed',
+      message: 'Helm upgrade failed | exit 1\nline two <b>bold</b>',
+      revisionBefore: 3,
+      revisionAfter: 4,
+      durationMs: 90_000,
+      severity: 'error',
+    }),
     result('same', Status.Unchanged, { reason: 'Unchanged', message: 'values unchanged', revisionBefore: 5, revisionAfter: 5, durationMs: 800 }),
     result('gone', Status.Skipped, { reason: 'NotFound', message: 'does not exist', durationMs: 0, severity: 'warning' }),
   ]
@@ -205,7 +332,10 @@ describe('summaryMarkdown', () => {
     report({
       results,
       notes: ['before was not in the clone; compared with the parent'],
-      problems: [problem('error', 'apps/bad|name.yaml', 12, 'data.port must be a string | not 5432'), problem('warning', 'apps/x.yaml', undefined, 'names no release')],
+      problems: [
+        problem('error', 'apps/bad|name.yaml', 12, 'data.port must be a string | not 5432'),
+        problem('warning', 'apps/x.yaml', undefined, 'names no release'),
+      ],
       sources: [unapplied('ConfigMap/apps/late')],
     }),
   )
@@ -220,7 +350,15 @@ describe('summaryMarkdown', () => {
     expect(tableRows(markdown, 'Releases').map(cellsOf)).toEqual([
       [`\`${CM}\``, '`apps/app`', `\`${'a'.repeat(12)}\``, '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
       [`\`${SECRET}\``, '`apps/app`', `\`${'b'.repeat(12)}\``, '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
-      [`\`${SECRET}\``, '`apps/worker`', `\`${'b'.repeat(12)}\``, '❌ Failed (UpgradeFailed)', '3 → 4', '1m30s', 'Helm upgrade failed \\| exit 1 line two &lt;b>bold&lt;/b>'],
+      [
+        `\`${SECRET}\``,
+        '`apps/worker`',
+        `\`${'b'.repeat(12)}\``,
+        '❌ Failed (UpgradeFailed)',
+        '3 → 4',
+        '1m30s',
+        'Helm upgrade failed \\| exit 1 line two &lt;b>bold&lt;/b>',
+      ],
       [`\`${CM}\``, '`apps/same`', `\`${'a'.repeat(12)}\``, '➖ Unchanged', '5', '800ms', 'values unchanged'],
       [`\`${CM}\``, '`apps/gone`', `\`${'a'.repeat(12)}\``, '⏭️ Skipped (NotFound)', '—', '0ms', 'does not exist'],
     ])
@@ -251,14 +389,24 @@ describe('summaryMarkdown', () => {
 
   it.each([
     ['a dry run', { dryRun: true, results: [result('app', Status.DryRun)] }, '## helmrelease-trigger: 1 triggered, 0 skipped, 0 failed (dry run)'],
-    ['nothing changed', { planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } }, '## helmrelease-trigger: nothing to trigger: no ConfigMap or Secret that triggers a release changed'],
-    ['a pull request plan', { planOnly: 'pull_request event: plan only', results: [result('app', Status.Planned, { reason: 'PlanOnly' })] }, '## helmrelease-trigger: 0 triggered, 1 skipped, 0 failed'],
+    [
+      'nothing changed',
+      { planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } },
+      '## helmrelease-trigger: nothing to trigger: no ConfigMap or Secret that triggers a release changed',
+    ],
+    [
+      'a pull request plan',
+      { planOnly: 'pull_request event: plan only', results: [result('app', Status.Planned, { reason: 'PlanOnly' })] },
+      '## helmrelease-trigger: 0 triggered, 1 skipped, 0 failed',
+    ],
   ] as const)('headline for %s', (_, extra, expected) => {
     expect(summaryMarkdown(report(extra)).split('\n')[0]).toBe(expected)
   })
 
   it('says why nothing was written and that no source changed', () => {
-    const md = summaryMarkdown(report({ planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } }))
+    const md = summaryMarkdown(
+      report({ planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } }),
+    )
     expect(md.split('\n')).toContain('_no ConfigMap or Secret that triggers a release changed_')
     expect(md.split('\n')).toContain('No ConfigMap or Secret that triggers a release changed.')
     expect(md).not.toContain('### Releases')
@@ -278,8 +426,20 @@ describe('textReport', () => {
       report({
         notes: ['compared with the parent'],
         results: [
-          result('app', Status.Upgraded, { reason: 'UpgradeSucceeded', message: 'Helm upgrade succeeded', revisionBefore: 1, revisionAfter: 2, durationMs: 42_000 }),
-          result('worker', Status.TimedOut, { reason: 'TimedOut', message: 'helm-controller did not finish', revisionBefore: 3, durationMs: 300_000, severity: 'error' }),
+          result('app', Status.Upgraded, {
+            reason: 'UpgradeSucceeded',
+            message: 'Helm upgrade succeeded',
+            revisionBefore: 1,
+            revisionAfter: 2,
+            durationMs: 42_000,
+          }),
+          result('worker', Status.TimedOut, {
+            reason: 'TimedOut',
+            message: 'helm-controller did not finish',
+            revisionBefore: 3,
+            durationMs: 300_000,
+            severity: 'error',
+          }),
         ],
         sources: [unapplied('ConfigMap/apps/late')],
         problems: [problem('error', 'apps/bad.yaml', 3, 'not valid YAML')],
@@ -305,6 +465,8 @@ describe('textReport', () => {
 
   it('prints why nothing was written and no tables when nothing changed', () => {
     const text = textReport(report({ planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } }))
-    expect(text).toBe('helmrelease-trigger: nothing to trigger: no ConfigMap or Secret that triggers a release changed\nrange: 111111111111..222222222222\nno ConfigMap or Secret that triggers a release changed\n')
+    expect(text).toBe(
+      'helmrelease-trigger: nothing to trigger: no ConfigMap or Secret that triggers a release changed\nrange: 111111111111..222222222222\nno ConfigMap or Secret that triggers a release changed\n',
+    )
   })
 })

@@ -166,10 +166,13 @@ describe('parseSettings booleans', () => {
     expect(settingsOf({})[field]).toBe(fallback)
   })
 
-  it.each(BOOLEANS.flatMap(([input]) => ['yes', 'no', '1', '0', 'on', 'tRue', 'enabled'].map((bad) => [input, bad] as const)))('%s refuses %j, naming the input and the value', (input, bad) => {
-    const error = configurationError({ [input]: bad })
-    expect(error.message).toBe(`Input '${input}' must be true or false; got '${bad}'.`)
-  })
+  it.each(BOOLEANS.flatMap(([input]) => ['yes', 'no', '1', '0', 'on', 'tRue', 'enabled'].map((bad) => [input, bad] as const)))(
+    '%s refuses %j, naming the input and the value',
+    (input, bad) => {
+      const error = configurationError({ [input]: bad })
+      expect(error.message).toBe(`Input '${input}' must be true or false; got '${bad}'.`)
+    },
+  )
 })
 
 describe('parseSettings text inputs', () => {
@@ -217,7 +220,11 @@ describe('parseSettings paths', () => {
     ['CRLF lines', 'clusters/**/*.yaml\r\napps/*.yml\r\n', ['clusters/**/*.yaml', 'apps/*.yml']],
     ['comma-separated', 'clusters/**/*.yaml, apps/*.yml ,infra/**', ['clusters/**/*.yaml', 'apps/*.yml', 'infra/**']],
     ['lines and commas mixed', 'a/*.yaml, b/*.yaml\nc/*.yaml', ['a/*.yaml', 'b/*.yaml', 'c/*.yaml']],
-    ['comments and blank lines dropped', '# manifests\n\nclusters/**/*.yaml\n  # not these\n\n!clusters/**/secret-*.yaml\n', ['clusters/**/*.yaml', '!clusters/**/secret-*.yaml']],
+    [
+      'comments and blank lines dropped',
+      '# manifests\n\nclusters/**/*.yaml\n  # not these\n\n!clusters/**/secret-*.yaml\n',
+      ['clusters/**/*.yaml', '!clusters/**/secret-*.yaml'],
+    ],
     ['a comment with a comma stays a comment', '# a, b and c\nclusters/**', ['clusters/**']],
     ['brace alternatives keep their commas', 'clusters/**/*.{yaml,yml}, apps/{a,b}/*.yaml', ['clusters/**/*.{yaml,yml}', 'apps/{a,b}/*.yaml']],
     ['empty items between commas dropped', 'a.yaml,,b.yaml,', ['a.yaml', 'b.yaml']],
@@ -251,10 +258,13 @@ describe('parseSettings timeout', () => {
     expect(settingsOf({ timeout: text }).timeoutMs).toBe(ms)
   })
 
-  it.each(['0', '0s', '0m0s', 'five minutes', '5 m', '5M', '-5m', '5d', 'm', '1h30', '1,5m', '5m!'])('timeout refuses %j, naming the input and the value', (bad) => {
-    const error = configurationError({ timeout: bad })
-    expect(error.message).toBe(`Input 'timeout' must be a duration like 5m, 90s or 1h30m; got '${bad.trim()}'.`)
-  })
+  it.each(['0', '0s', '0m0s', 'five minutes', '5 m', '5M', '-5m', '5d', 'm', '1h30', '1,5m', '5m!'])(
+    'timeout refuses %j, naming the input and the value',
+    (bad) => {
+      const error = configurationError({ timeout: bad })
+      expect(error.message).toBe(`Input 'timeout' must be a duration like 5m, 90s or 1h30m; got '${bad.trim()}'.`)
+    },
+  )
 })
 
 describe('parseSettings max-concurrency', () => {
@@ -287,7 +297,9 @@ describe('parseSettings enums', () => {
     expect(KUBECONFIG_ENCODINGS).toEqual(['auto', 'plain', 'base64'])
   })
 
-  const accepted = ENUMS.flatMap(([input, field, values]) => values.flatMap((v) => [[input, field, v, v] as const, [input, field, ` ${v.toUpperCase()} `, v] as const]))
+  const accepted = ENUMS.flatMap(([input, field, values]) =>
+    values.flatMap((v) => [[input, field, v, v] as const, [input, field, ` ${v.toUpperCase()} `, v] as const]),
+  )
 
   it.each(accepted)('%s (%s) reads %j as %j', (input, field, text, value) => {
     expect(settingsOf({ [input]: text })[field]).toBe(value)

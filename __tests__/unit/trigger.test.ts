@@ -7,7 +7,8 @@ import { FakeCluster, FakeClock, FakeGit } from '../../test/support/fakes.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { triggerConfigMap } from '../../test/support/manifests.ts'
 
-const configMap = (value: string, extra = ''): string => triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${value}${extra}` })
+const configMap = (value: string, extra = ''): string =>
+  triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${value}${extra}` })
 
 const release = `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -73,7 +74,11 @@ describe('runTrigger', () => {
     const second = configMap('1').replaceAll('app-values', 'more-values').replace('replicas: 1', 'replicas: 1')
     const git = new FakeGit()
       .commit('a', undefined, { 'cm.yaml': configMap('1'), 'more.yaml': second, 'hr.yaml': release.replace('name: other', 'name: app') })
-      .commit('b', 'a', { 'cm.yaml': configMap('2'), 'more.yaml': second.replace('replicas: 1', 'replicas: 5'), 'hr.yaml': release.replace('name: other', 'name: app') })
+      .commit('b', 'a', {
+        'cm.yaml': configMap('2'),
+        'more.yaml': second.replace('replicas: 1', 'replicas: 5'),
+        'hr.yaml': release.replace('name: other', 'name: app'),
+      })
     const cluster = new FakeCluster()
       .addRelease('apps', 'app')
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
@@ -96,7 +101,9 @@ describe('runTrigger', () => {
   it('skips suspended and missing releases, the missing one as a warning', async () => {
     const cm = configMap('2').replace('nebius.ai/helmreleases-name: app', 'nebius.ai/helmreleases-name: app, gone')
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': cm })
-    const cluster = new FakeCluster().addRelease('apps', 'app', { suspend: true }).setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const cluster = new FakeCluster()
+      .addRelease('apps', 'app', { suspend: true })
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
     const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
     expect(report.results.map((r) => [r.name, r.status, r.reason, r.severity])).toEqual([
       ['app', Status.Skipped, 'Suspended', 'none'],
@@ -114,11 +121,14 @@ describe('runTrigger', () => {
     expect(cluster.patches).toHaveLength(2)
   })
 
-  it('never writes an older commit\'s digests over a newer run\'s: the older run is Superseded', async () => {
+  it("never writes an older commit's digests over a newer run's: the older run is Superseded", async () => {
     // Commits a → b → c. The run for b saw b's content arrive; before it patches, c's content
     // lands and c's run triggers the release. Then b's run reads the release and decides.
     const ref = { kind: 'ConfigMap' as const, namespace: 'apps', name: 'app-values' }
-    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') }).commit('c', 'b', { 'cm.yaml': configMap('3') })
+    const git = new FakeGit()
+      .commit('a', undefined, { 'cm.yaml': configMap('1') })
+      .commit('b', 'a', { 'cm.yaml': configMap('2') })
+      .commit('c', 'b', { 'cm.yaml': configMap('3') })
     let newer: Promise<Awaited<ReturnType<typeof runTrigger>>> | undefined
     class OvertakenCluster extends FakeCluster {
       override async getRelease(...args: Parameters<FakeCluster['getRelease']>) {
@@ -144,7 +154,10 @@ describe('runTrigger', () => {
 
   it('after a conflict caused by a newer run, decides again and does not regress its digest', async () => {
     const ref = { kind: 'ConfigMap' as const, namespace: 'apps', name: 'app-values' }
-    const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') }).commit('c', 'b', { 'cm.yaml': configMap('3') })
+    const git = new FakeGit()
+      .commit('a', undefined, { 'cm.yaml': configMap('1') })
+      .commit('b', 'a', { 'cm.yaml': configMap('2') })
+      .commit('c', 'b', { 'cm.yaml': configMap('3') })
     const newerDigest = digestOf(contentOfConfigMap({ data: liveData('3') }), { semantic: true })
     // Between the older run's read and its patch, c's content lands and c's run patches first.
     class RacedCluster extends FakeCluster {
@@ -153,7 +166,11 @@ describe('runTrigger', () => {
         if (!this.raced) {
           this.raced = true
           this.setSource(ref, liveData('3'))
-          await super.patchRelease(args[0], { annotations: { 'nebius.ai/config-digest': JSON.stringify({ 'ConfigMap/apps/app-values': newerDigest }) }, labels: {} }, { dryRun: false })
+          await super.patchRelease(
+            args[0],
+            { annotations: { 'nebius.ai/config-digest': JSON.stringify({ 'ConfigMap/apps/app-values': newerDigest }) }, labels: {} },
+            { dryRun: false },
+          )
         }
         return super.patchRelease(...args)
       }
@@ -198,7 +215,11 @@ describe('runTrigger', () => {
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': many }).commit('b', 'a', { 'cm.yaml': many.replace('replicas: 1', 'replicas: 2') })
     const cluster = new SlowCluster()
     for (const n of names) cluster.addRelease('apps', n)
-    const report = await runTrigger(settings({ wait: 'false', 'wait-for-apply': 'false', 'max-concurrency': '1', timeout: '5m' }), pushContext('a', 'b'), deps(git, cluster, clock))
+    const report = await runTrigger(
+      settings({ wait: 'false', 'wait-for-apply': 'false', 'max-concurrency': '1', timeout: '5m' }),
+      pushContext('a', 'b'),
+      deps(git, cluster, clock),
+    )
     expect(report.results.map((r) => [r.name, r.status])).toEqual([
       ['a', Status.Triggered],
       ['b', Status.Triggered],
@@ -213,7 +234,9 @@ describe('runTrigger', () => {
   it('sends resetAt with the token when the release is stalled', async () => {
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
     const stalled = { conditions: [{ type: 'Stalled', status: 'True', reason: 'RetriesExceeded', message: 'Failed to upgrade after 1 attempt(s)' }] }
-    const cluster = new FakeCluster().addRelease('apps', 'app', {}, { status: stalled }).setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const cluster = new FakeCluster()
+      .addRelease('apps', 'app', {}, { status: stalled })
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
     await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), deps(git, cluster))
     const annotations = cluster.release('apps', 'app').annotations
     expect(annotations['reconcile.fluxcd.io/resetAt']).toBe(annotations['reconcile.fluxcd.io/requestedAt'])
@@ -222,7 +245,12 @@ describe('runTrigger', () => {
   it('writes nothing on a pull request unless allowed, and plans all the same', async () => {
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
     const cluster = new FakeCluster().addRelease('apps', 'app')
-    const context: RunContext = { eventName: 'pull_request', event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } }, sha: 'b', runUrl: undefined }
+    const context: RunContext = {
+      eventName: 'pull_request',
+      event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } },
+      sha: 'b',
+      runUrl: undefined,
+    }
     let connected = false
     const report = await runTrigger(settings(), context, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
     expect(connected).toBe(false)
@@ -236,13 +264,21 @@ describe('runTrigger', () => {
     const event = { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: true } }
     for (const eventName of ['pull_request', 'pull_request_target']) {
       let connected = false
-      const report = await runTrigger(settings({ 'allow-pull-requests': 'true' }), { eventName, event, sha: 'b', runUrl: undefined }, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
+      const report = await runTrigger(
+        settings({ 'allow-pull-requests': 'true' }),
+        { eventName, event, sha: 'b', runUrl: undefined },
+        { ...deps(git, cluster), connect: async () => ((connected = true), cluster) },
+      )
       expect(connected).toBe(false)
       expect(report.planOnly).toContain('from a fork')
     }
     const sameRepo = { pull_request: { ...event.pull_request, fromFork: false } }
     const cluster2 = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
-    const allowed = await runTrigger(settings({ 'allow-pull-requests': 'true', wait: 'false' }), { eventName: 'pull_request', event: sameRepo, sha: 'b', runUrl: undefined }, deps(git, cluster2))
+    const allowed = await runTrigger(
+      settings({ 'allow-pull-requests': 'true', wait: 'false' }),
+      { eventName: 'pull_request', event: sameRepo, sha: 'b', runUrl: undefined },
+      deps(git, cluster2),
+    )
     expect(allowed.results.map((r) => r.status)).toEqual([Status.Triggered])
   })
 
@@ -260,7 +296,10 @@ describe('runTrigger', () => {
   it('does not connect when a comment-only edit changes no digest', async () => {
     const git = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('1', ' # one replica is enough') })
     let connected = false
-    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, new FakeCluster()), connect: async () => ((connected = true), new FakeCluster()) })
+    const report = await runTrigger(settings(), pushContext('a', 'b'), {
+      ...deps(git, new FakeCluster()),
+      connect: async () => ((connected = true), new FakeCluster()),
+    })
     expect(connected).toBe(false)
     expect(report.plan.sources).toEqual([])
     expect(report.results).toEqual([])

@@ -33,25 +33,48 @@ export class ConflictError extends Error {
 /** RBAC denied the request. */
 export class ForbiddenError extends ConfigurationError {}
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+])
 
 export function classify(error: unknown, request: Request, server: string): Error {
   if (error instanceof ApiException) return fromStatus(error.code, body(error.body), headerOf(error.headers, 'retry-after'), request, server, error)
   const code = networkCode(error)
   if (code === 'ENOTFOUND') {
-    return new ConfigurationError(`Cannot resolve the Kubernetes API server ${server} (ENOTFOUND); check the server address in the kubeconfig.`, { cause: error })
+    return new ConfigurationError(`Cannot resolve the Kubernetes API server ${server} (ENOTFOUND); check the server address in the kubeconfig.`, {
+      cause: error,
+    })
   }
   if (causes(error).some((e) => e instanceof Error && e.message === 'bad port')) {
-    return new ConfigurationError(`The Kubernetes API server address ${server} uses a port that HTTP clients refuse to connect to (a "bad port"); check the server address in the kubeconfig.`, { cause: error })
+    return new ConfigurationError(
+      `The Kubernetes API server address ${server} uses a port that HTTP clients refuse to connect to (a "bad port"); check the server address in the kubeconfig.`,
+      { cause: error },
+    )
   }
   if (isTimeout(error)) {
     return new TransientError(`The Kubernetes API server ${server} did not answer in time (${describe(request)}).`, { cause: error })
   }
   if (code !== undefined && NETWORK_CODES.has(code)) {
-    return new TransientError(`Cannot reach the Kubernetes API server ${server} (${code}); check the kubeconfig's server address and that this runner can reach it.`, { cause: error })
+    return new TransientError(
+      `Cannot reach the Kubernetes API server ${server} (${code}); check the kubeconfig's server address and that this runner can reach it.`,
+      { cause: error },
+    )
   }
   if (isTlsError(error)) {
-    return new ConfigurationError(`TLS to the Kubernetes API server ${server} failed: ${messageOf(error)}; check certificate-authority-data in the kubeconfig.`, { cause: error })
+    return new ConfigurationError(
+      `TLS to the Kubernetes API server ${server} failed: ${messageOf(error)}; check certificate-authority-data in the kubeconfig.`,
+      { cause: error },
+    )
   }
   return error instanceof Error ? error : new Error(String(error))
 }
@@ -83,7 +106,10 @@ function fromStatus(status: number, b: StatusBody, retryAfter: string | undefine
   const what = describe(request)
   switch (true) {
     case status === 401:
-      return new ConfigurationError(`The Kubernetes API server ${server} rejected the credentials (401 Unauthorized); the kubeconfig's token or client certificate is invalid or expired.`, { cause })
+      return new ConfigurationError(
+        `The Kubernetes API server ${server} rejected the credentials (401 Unauthorized); the kubeconfig's token or client certificate is invalid or expired.`,
+        { cause },
+      )
     case status === 403:
       return new ForbiddenError(`Forbidden: cannot ${what}. Grant the identity this RBAC rule: ${rbacRule(request)}.`, { cause })
     case status === 404 && isObjectMissing(b, request):
@@ -93,7 +119,10 @@ function fromStatus(status: number, b: StatusBody, retryAfter: string | undefine
     case status === 409:
       return new ConflictError(`${what}: the object changed meanwhile (409 Conflict)`, { cause })
     case status === 429 || status >= 500:
-      return new TransientError(`The Kubernetes API server answered ${status} to ${what}: ${b.message || b.reason || 'no message'}.`, { cause, retryAfterMs: retryAfterMs(retryAfter) })
+      return new TransientError(`The Kubernetes API server answered ${status} to ${what}: ${b.message || b.reason || 'no message'}.`, {
+        cause,
+        retryAfterMs: retryAfterMs(retryAfter),
+      })
     default:
       return new ConfigurationError(`The Kubernetes API server refused to ${what} (${status}): ${b.message || b.reason || 'no message'}.`, { cause })
   }
@@ -139,7 +168,7 @@ function headerOf(headers: Readonly<Record<string, string>> | undefined, name: s
 
 function causes(error: unknown): unknown[] {
   const chain: unknown[] = []
-  for (let e: unknown = error; e !== undefined && e !== null && chain.length < 6; ) {
+  for (let e: unknown = error; e !== undefined && e !== null && chain.length < 6;) {
     chain.push(e)
     e = typeof e === 'object' && 'cause' in e ? e.cause : undefined
   }

@@ -117,14 +117,24 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       throw error
     }
   }
-  const hr = (verb: Request['verb'], namespace?: string, name?: string): Request => ({ verb, resource: HELMRELEASE.plural, group: HELMRELEASE.group, namespace, name })
+  const hr = (verb: Request['verb'], namespace?: string, name?: string): Request => ({
+    verb,
+    resource: HELMRELEASE.plural,
+    group: HELMRELEASE.group,
+    namespace,
+    name,
+  })
   const gvp = { group: HELMRELEASE.group, version: HELMRELEASE.version, plural: HELMRELEASE.plural }
 
   return {
     server,
 
     getRelease: (ref) =>
-      orUndefined(call(hr('get', ref.namespace, ref.name), (o) => custom.getNamespacedCustomObject({ ...gvp, namespace: ref.namespace, name: ref.name }, o)).then(toHelmRelease)),
+      orUndefined(
+        call(hr('get', ref.namespace, ref.name), (o) => custom.getNamespacedCustomObject({ ...gvp, namespace: ref.namespace, name: ref.name }, o)).then(
+          toHelmRelease,
+        ),
+      ),
 
     async listReleases(namespace) {
       const releases: HelmRelease[] = []
@@ -150,7 +160,13 @@ export function createClusterClient(config: KubeConfig, server: string, options:
               ...gvp,
               namespace: ref.namespace,
               name: ref.name,
-              body: { metadata: { annotations: patch.annotations, labels: patch.labels, ...(patch.resourceVersion === undefined ? {} : { resourceVersion: patch.resourceVersion }) } },
+              body: {
+                metadata: {
+                  annotations: patch.annotations,
+                  labels: patch.labels,
+                  ...(patch.resourceVersion === undefined ? {} : { resourceVersion: patch.resourceVersion }),
+                },
+              },
               dryRun: o2.dryRun ? 'All' : undefined,
               fieldManager: FIELD_MANAGER,
             },
@@ -160,9 +176,19 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       ).then(toHelmRelease),
 
     async getSource(ref) {
-      const request: Request = { verb: 'get', resource: ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets', group: '', namespace: ref.namespace, name: ref.name }
+      const request: Request = {
+        verb: 'get',
+        resource: ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets',
+        group: '',
+        namespace: ref.namespace,
+        name: ref.name,
+      }
       const object = await orUndefined(
-        call(request, (o) => (ref.kind === 'ConfigMap' ? core.readNamespacedConfigMap({ namespace: ref.namespace, name: ref.name }, o) : core.readNamespacedSecret({ namespace: ref.namespace, name: ref.name }, o))),
+        call(request, (o) =>
+          ref.kind === 'ConfigMap'
+            ? core.readNamespacedConfigMap({ namespace: ref.namespace, name: ref.name }, o)
+            : core.readNamespacedSecret({ namespace: ref.namespace, name: ref.name }, o),
+        ),
       )
       if (object === undefined) return undefined
       const binaryData = 'binaryData' in object ? object.binaryData : undefined
@@ -176,7 +202,8 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       do {
         const query = { labelSelector, limit: pageSize, _continue: next }
         const page = await call(request, (o) => {
-          if (kind === 'ConfigMap') return namespace === undefined ? core.listConfigMapForAllNamespaces(query, o) : core.listNamespacedConfigMap({ ...query, namespace }, o)
+          if (kind === 'ConfigMap')
+            return namespace === undefined ? core.listConfigMapForAllNamespaces(query, o) : core.listNamespacedConfigMap({ ...query, namespace }, o)
           return namespace === undefined ? core.listSecretForAllNamespaces(query, o) : core.listNamespacedSecret({ ...query, namespace }, o)
         })
         for (const item of page.items) {
@@ -190,16 +217,29 @@ export function createClusterClient(config: KubeConfig, server: string, options:
 
     async applyObject(object, o2) {
       // Server-side apply is a patch that creates the object when it is missing: RBAC checks both.
-      const request: Request = { verb: 'patch', ruleVerbs: ['patch', 'create'], resource: `${(object.kind ?? '').toLowerCase()}s`, group: groupOf(object.apiVersion), namespace: object.metadata?.namespace, name: object.metadata?.name }
+      const request: Request = {
+        verb: 'patch',
+        ruleVerbs: ['patch', 'create'],
+        resource: `${(object.kind ?? '').toLowerCase()}s`,
+        group: groupOf(object.apiVersion),
+        namespace: object.metadata?.namespace,
+        name: object.metadata?.name,
+      }
       await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply))
     },
 
     async getKustomizationRevision(namespace, name) {
       const request: Request = { verb: 'get', resource: 'kustomizations', group: 'kustomize.toolkit.fluxcd.io', namespace, name }
-      const object: unknown = await orUndefined(call(request, (o) => custom.getNamespacedCustomObject({ group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', namespace, name }, o)))
+      const object: unknown = await orUndefined(
+        call(request, (o) =>
+          custom.getNamespacedCustomObject({ group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', namespace, name }, o),
+        ),
+      )
       if (typeof object !== 'object' || object === null || !('status' in object)) return undefined
       const status = object.status
-      return typeof status === 'object' && status !== null && 'lastAppliedRevision' in status && typeof status.lastAppliedRevision === 'string' ? status.lastAppliedRevision : undefined
+      return typeof status === 'object' && status !== null && 'lastAppliedRevision' in status && typeof status.lastAppliedRevision === 'string'
+        ? status.lastAppliedRevision
+        : undefined
     },
 
     async recordEvent(event, o2) {
@@ -213,7 +253,14 @@ export function createClusterClient(config: KubeConfig, server: string, options:
             dryRun: o2.dryRun ? 'All' : undefined,
             body: {
               metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
-              involvedObject: { apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`, kind: HELMRELEASE.kind, name: release.name, namespace: release.namespace, uid: release.uid, resourceVersion: release.resourceVersion },
+              involvedObject: {
+                apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`,
+                kind: HELMRELEASE.kind,
+                name: release.name,
+                namespace: release.namespace,
+                uid: release.uid,
+                resourceVersion: release.resourceVersion,
+              },
               type: event.type,
               reason: event.reason,
               message: event.message.slice(0, 1024),
@@ -244,9 +291,14 @@ export function createClusterClient(config: KubeConfig, server: string, options:
         const stop = (): void => controller?.abort()
         signal.addEventListener('abort', stop)
         watcher
-          .watch(path, { timeoutSeconds: 300 }, (phase, object: unknown) => {
-            if (phase === 'ADDED' || phase === 'MODIFIED') onRelease(toHelmRelease(object))
-          }, finish)
+          .watch(
+            path,
+            { timeoutSeconds: 300 },
+            (phase, object: unknown) => {
+              if (phase === 'ADDED' || phase === 'MODIFIED') onRelease(toHelmRelease(object))
+            },
+            finish,
+          )
           .then((c) => {
             controller = c
             if (signal.aborted) c.abort()

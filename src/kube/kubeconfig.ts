@@ -34,17 +34,13 @@ export function loadKubeconfig(request: KubeconfigRequest): LoadedKubeconfig {
   if (request.context !== undefined) {
     const names = config.getContexts().map((c) => c.name)
     if (!names.includes(request.context)) {
-      throw new ConfigurationError(
-        `Context '${request.context}' is not in the kubeconfig (${origin}); it has: ${names.join(', ') || 'no contexts'}.`,
-      )
+      throw new ConfigurationError(`Context '${request.context}' is not in the kubeconfig (${origin}); it has: ${names.join(', ') || 'no contexts'}.`)
     }
     config.setCurrentContext(request.context)
   }
   const cluster = config.getCurrentCluster()
   if (cluster === null || cluster.server === '') {
-    throw new ConfigurationError(
-      `The kubeconfig (${origin}) has no current context with a cluster server; set current-context or the 'context' input.`,
-    )
+    throw new ConfigurationError(`The kubeconfig (${origin}) has no current context with a cluster server; set current-context or the 'context' input.`)
   }
   return { config, origin, server: cluster.server, secrets: secretsOf(config) }
 }
@@ -73,9 +69,7 @@ function load(request: KubeconfigRequest): { config: KubeConfig; origin: string 
     config.loadFromCluster()
     return { config, origin: 'in-cluster service account' }
   }
-  throw new ConfigurationError(
-    "No Kubernetes cluster is configured: set the 'kubeconfig' input (plain or base64), or KUBECONFIG, or run inside a cluster.",
-  )
+  throw new ConfigurationError("No Kubernetes cluster is configured: set the 'kubeconfig' input (plain or base64), or KUBECONFIG, or run inside a cluster.")
 }
 
 /** Plain YAML/JSON or base64 of it. auto: YAML has a colon; base64 never does. */

@@ -308,7 +308,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`cluster: ${error.message}\n${USAGE}\n`)
-    else process.stderr.write(`cluster: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+    else process.stderr.write(`cluster: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
     process.exit(error instanceof UsageError ? 2 : 1)
   },
 )

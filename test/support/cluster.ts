@@ -168,20 +168,20 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     chartServer = await startChartServer({ port: ports.chartRepo, charts: options.charts ?? [demoChart('0.1.0')] })
 
     const etcd = await timed('etcd', () => startEtcd(session, { binary: need(binaries, 'etcd'), ports, readyTimeoutMs, logDir, log }))
-    const api = await timed('apiserver', () =>
-      startApiserver(session, { binary: need(binaries, 'kube-apiserver'), ports, readyTimeoutMs, logDir, log, etcd }),
-    )
+    const api = await timed('apiserver', () => startApiserver(session, { binary: need(binaries, 'kube-apiserver'), ports, readyTimeoutMs, logDir, log, etcd }))
     const kubeconfigPath = join(dir, 'kubeconfig')
     const kubeconfig = await writeKubeconfig(kubeconfigPath, { server: api.server, caData: api.caData, token: api.adminToken })
     await timed('crds', () => applyCrds(kubeconfig, versions, { timeoutMs: readyTimeoutMs, log }))
     await createNamespace(kubeconfig, 'flux-system')
     if (flux) {
-      await timed('controllers', () =>
-        startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath }),
-      )
+      await timed('controllers', () => startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath }))
     }
     timings.total = Date.now() - started
-    log(`cluster ready in ${formatMs(timings.total)} (${Object.entries(timings).map(([k, v]) => `${k} ${formatMs(v)}`).join(', ')})`)
+    log(
+      `cluster ready in ${formatMs(timings.total)} (${Object.entries(timings)
+        .map(([k, v]) => `${k} ${formatMs(v)}`)
+        .join(', ')})`,
+    )
 
     const server = chartServer
     let stopping: Promise<void> | undefined
@@ -307,7 +307,11 @@ export async function readVersions(): Promise<Versions> {
 /** The version `module` is required at, on a one-line `require` or inside a `require (` block. */
 export function moduleVersion(goMod: string, module: string, file = 'go.mod'): string {
   for (const raw of goMod.split('\n')) {
-    const fields = raw.replace(/\/\/.*$/, '').trim().replace(/^require\s+/, '').split(/\s+/)
+    const fields = raw
+      .replace(/\/\/.*$/, '')
+      .trim()
+      .replace(/^require\s+/, '')
+      .split(/\s+/)
     if (fields[0] === module && fields[1]?.startsWith('v')) return fields[1]
   }
   throw new Error(`${file} does not require ${module}`)
@@ -424,9 +428,7 @@ function spawnChild(
   const previous = session.children.findIndex((c) => c.name === name)
   const fd = openSync(logPath, previous === -1 ? 'w' : 'a')
   // pdeathsig: the kernel kills the child when we die, however we die.
-  const [command, commandArgs] = SETPRIV
-    ? [SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args]]
-    : [binary, [...args]]
+  const [command, commandArgs] = SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', binary, ...args]] : [binary, [...args]]
   let process_: ChildProcess
   try {
     process_ = spawn(command, commandArgs, { stdio: ['ignore', fd, fd], env: options.env ?? process.env, cwd: options.cwd })
@@ -467,9 +469,7 @@ async function waitReady(child: Child, probe: () => Promise<boolean>, timeoutMs:
     }
     await sleep(200)
   }
-  throw new Error(
-    `${child.name} not ready within ${timeoutMs / 1000}s (${lastError}); ${child.logPath} ends with:\n${await logTail(child.logPath)}`,
-  )
+  throw new Error(`${child.name} not ready within ${timeoutMs / 1000}s (${lastError}); ${child.logPath} ends with:\n${await logTail(child.logPath)}`)
 }
 
 export async function logTail(path: string, lines = 25): Promise<string> {
@@ -571,11 +571,7 @@ async function startApiserver(session: Session, options: ComponentOptions & { bi
       { logDir: options.logDir },
     )
     const t0 = Date.now()
-    await waitReady(
-      child,
-      async () => (await httpGet(`${server}/readyz`, { token: adminToken, insecure: true })).status === 200,
-      options.readyTimeoutMs,
-    )
+    await waitReady(child, async () => (await httpGet(`${server}/readyz`, { token: adminToken, insecure: true })).status === 200, options.readyTimeoutMs)
     options.log(`kube-apiserver ready on ${server} in ${formatMs(Date.now() - t0)}`)
   }
   // The serving certificate stays in cert-dir, so a restarted apiserver keeps it (and the kubeconfig stays valid).

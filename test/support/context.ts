@@ -8,13 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-} from '@kubernetes/client-node'
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node'
 import { inject } from 'vitest'
 import { publishChartOverHttp, type ChartSpec, type PublishedChart } from './chart.ts'
 import {
@@ -29,15 +23,7 @@ import {
   type HelmReleaseOptions,
 } from './flux.ts'
 import type { ProvidedCluster } from './global-setup.ts'
-import {
-  createNamespace,
-  kubeConfigFromFile,
-  serviceAccountToken,
-  waitFor,
-  writeKubeconfig,
-  type TokenOptions,
-  type WaitOptions,
-} from './kube.ts'
+import { createNamespace, kubeConfigFromFile, serviceAccountToken, waitFor, writeKubeconfig, type TokenOptions, type WaitOptions } from './kube.ts'
 
 const FIELD_MANAGER = 'helmrelease-trigger-tests'
 
@@ -113,8 +99,7 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
       return path
     },
     publishChart: (spec) => publishChartOverHttp(provided.chartRepoUrl, spec),
-    applyHelmRepository: (namespace, options = {}) =>
-      apply(HELM_REPOSITORY, helmRepository({ namespace, url: provided.chartRepoUrl, ...options })),
+    applyHelmRepository: (namespace, options = {}) => apply(HELM_REPOSITORY, helmRepository({ namespace, url: provided.chartRepoUrl, ...options })),
     applyHelmRelease: (options) => apply(HELM_RELEASE, helmRelease(options)),
     getHelmRelease,
     async requestReconcile(namespace, name, token = new Date().toISOString()) {

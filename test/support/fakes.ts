@@ -77,9 +77,26 @@ export class FakeCluster implements ClusterClient {
   private readonly sourceAnnotations = new Map<string, Record<string, string>>()
   private version = 1
 
-  addRelease(namespace: string, name: string, spec: Record<string, unknown> = {}, extra: { annotations?: Record<string, string>; labels?: Record<string, string>; status?: Record<string, unknown> } = {}): this {
+  addRelease(
+    namespace: string,
+    name: string,
+    spec: Record<string, unknown> = {},
+    extra: { annotations?: Record<string, string>; labels?: Record<string, string>; status?: Record<string, unknown> } = {},
+  ): this {
     this.releases.set(`${namespace}/${name}`, {
-      object: { metadata: { namespace, name, uid: `uid-${name}`, resourceVersion: String(this.version++), generation: 1, annotations: extra.annotations ?? {}, labels: extra.labels ?? {} }, spec, status: extra.status ?? {} },
+      object: {
+        metadata: {
+          namespace,
+          name,
+          uid: `uid-${name}`,
+          resourceVersion: String(this.version++),
+          generation: 1,
+          annotations: extra.annotations ?? {},
+          labels: extra.labels ?? {},
+        },
+        spec,
+        status: extra.status ?? {},
+      },
     })
     return this
   }
@@ -92,7 +109,10 @@ export class FakeCluster implements ClusterClient {
 
   /** Supports `key=value` selectors (comma-separated), as the tests use them. */
   async listSources(kind: SourceKind, namespace: string | undefined, labelSelector: string): Promise<SourceObject[]> {
-    const wanted = labelSelector.split(',').filter((t) => t !== '').map((t) => t.split('='))
+    const wanted = labelSelector
+      .split(',')
+      .filter((t) => t !== '')
+      .map((t) => t.split('='))
     return [...this.sources.entries()].flatMap(([id, s]): SourceObject[] => {
       const [k = '', ns = '', name = ''] = id.split('/')
       if (k !== kind || (namespace !== undefined && ns !== namespace)) return []
