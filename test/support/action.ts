@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { REPO_ROOT } from './cluster.ts'
 
+/** The bundle under test: dist/, or HELMRELEASE_TRIGGER_DIST for one built elsewhere (node scripts/bundle.mjs <dir>). */
+export const DIST_DIR = process.env['HELMRELEASE_TRIGGER_DIST'] ?? join(REPO_ROOT, 'dist')
+
 export interface ActionRun {
   readonly exitCode: number
   readonly stdout: string
@@ -52,8 +55,7 @@ export async function runAction(options: ActionOptions): Promise<ActionRun> {
       ...inputs,
       ...options.env,
     }
-    // HELMRELEASE_TRIGGER_DIST runs a bundle built elsewhere (node scripts/bundle.mjs <dir>) instead of dist/.
-    const entry = join(process.env['HELMRELEASE_TRIGGER_DIST'] ?? join(REPO_ROOT, 'dist'), 'index.js')
+    const entry = join(DIST_DIR, 'index.js')
     const { exitCode, stdout, stderr } = await run(process.execPath, [entry], options.workspace, env)
     return { exitCode, stdout, stderr, outputs: parseOutputs(readFileSync(files.output, 'utf8')), summary: readFileSync(files.summary, 'utf8') }
   } finally {
