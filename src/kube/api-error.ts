@@ -22,6 +22,16 @@ export class NotFoundError extends Error {
   override readonly name = 'NotFoundError'
 }
 
+/** A read whose object may be missing: undefined instead of NotFoundError. */
+export async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined
+    throw error
+  }
+}
+
 /** The API answered 404 for the whole resource type: the CRD is not installed. */
 export class ApiMissingError extends ConfigurationError {}
 

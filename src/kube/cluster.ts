@@ -21,7 +21,7 @@ import {
 } from '@kubernetes/client-node'
 import type { ReleaseRef, SourceKind, SourceRef } from '../model.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
-import { classify, NotFoundError, type Request } from './api-error.ts'
+import { classify, orUndefined, type Request } from './api-error.ts'
 import { HELMRELEASE, toHelmRelease, type HelmRelease } from './helmrelease.ts'
 
 /** The content of a live ConfigMap or Secret (Secret data still base64, as the API sends it). */
@@ -108,14 +108,6 @@ export function createClusterClient(config: KubeConfig, server: string, options:
         throw classify(error, request, server)
       }
     }, retry)
-  }
-  async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
-    try {
-      return await p
-    } catch (error) {
-      if (error instanceof NotFoundError) return undefined
-      throw error
-    }
   }
   const hr = (verb: Request['verb'], namespace?: string, name?: string): Request => ({
     verb,

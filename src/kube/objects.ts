@@ -7,7 +7,7 @@
 
 import { HttpMethod, KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
-import { ApiMissingError, classify, NotFoundError, type Request } from './api-error.ts'
+import { ApiMissingError, classify, NotFoundError, orUndefined, type Request } from './api-error.ts'
 import { HELMRELEASE } from './helmrelease.ts'
 
 export type Json = Readonly<Record<string, unknown>>
@@ -86,14 +86,6 @@ export function createObjectReader(config: KubeConfig, server: string, options: 
         throw classify(error, request, server)
       }
     }, retry)
-  }
-  async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
-    try {
-      return await p
-    } catch (error) {
-      if (error instanceof NotFoundError) return undefined
-      throw error
-    }
   }
   async function list(request: Request, path: string, query: Readonly<Record<string, string | undefined>>, accept = JSON_ACCEPT): Promise<Json[]> {
     const items: Json[] = []
