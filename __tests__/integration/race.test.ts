@@ -12,6 +12,7 @@ import { Status, type TriggerReport } from '../../src/result.ts'
 import { parseSettings } from '../../src/settings.ts'
 import { runTrigger, systemClock } from '../../src/trigger.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
 import { createRepo } from '../../test/support/repo.ts'
 
 const cluster = useCluster()
@@ -26,20 +27,7 @@ const data = (level: number) => ({ 'values.yaml': `level: ${level}\n` })
 const digest = (level: number) => digestOf(contentOfConfigMap({ data: data(level) }), { semantic: true })
 
 function manifest(namespace: string, names: readonly string[], level: number): string {
-  return `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  namespace: ${namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: "${names.join(', ')}"
-    nebius.ai/helmreleases-namespace: ${namespace}
-data:
-  values.yaml: |
-    level: ${level}
-`
+  return triggerConfigMap({ name: 'settings', namespace, releases: `"${names.join(', ')}"`, values: `level: ${level}` })
 }
 
 /** `patched(n)` runs after the run's n-th patch request returns: the test's hook into the fan-out. */

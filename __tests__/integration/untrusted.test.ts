@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
 const cluster = useCluster()
@@ -14,20 +15,7 @@ const repos: Repo[] = []
 afterAll(() => repos.forEach((r) => r.cleanup()))
 
 function manifest(namespace: string, level: string): string {
-  return `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  namespace: ${namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: web
-    nebius.ai/helmreleases-namespace: ${namespace}
-data:
-  values.yaml: |
-    level: ${level}
-`
+  return triggerConfigMap({ name: 'settings', namespace, releases: 'web', values: `level: ${level}` })
 }
 
 /** A fork's pull request changing the ConfigMap of a namespace whose release `web` exists. */
