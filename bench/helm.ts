@@ -2,12 +2,14 @@
 // helm-controller. Time from "ConfigMap updated in the cluster" to "history[0] is a new
 // version, deployed", per method:
 //   (a) Flux's own watch: `reconcile.fluxcd.io/watch: Enabled` on the ConfigMap;
+//   (b) our watch mode: the bundled `dist/cli.js watch --debounce 0`, running throughout,
+//       watching only its own namespace; the ConfigMap carries our label and names the release;
 //   (c) our action's trigger step: the bundled dist/index.js run as the runner runs it, on a
 //       real push; the ConfigMap lands a little after the action starts, as kustomize-
 //       controller's apply would;
 //   floor: a requestedAt merge patch sent the instant the ConfigMap is updated (the best any
 //       trigger can do; helm-controller's own reconcile + upgrade time).
-// (b), our `watch` mode, does not exist yet.
+// Each method has a namespace of its own; the changes are interleaved, one at a time.
 
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -17,8 +19,11 @@ import { runAction } from '../test/support/action.ts'
 import { startCluster, type LocalCluster } from '../test/support/cluster.ts'
 import { HELM_RELEASE, HELM_REPOSITORY, REQUESTED_AT, helmRelease, helmRepository } from '../test/support/flux.ts'
 import { createRepo, type Repo } from '../test/support/repo.ts'
+import { contentOfConfigMap, digestOf } from '../src/digest.ts'
+import { keysFor } from '../src/keys.ts'
 import { expectStatus, openSession, type ApiSession } from './http2.ts'
 import { fig, median, ms, now, poll, quantile, sleep, type Figure, type ScenarioResult } from './lib.ts'
+import { startWatchProcess, tokenTime, TRIGGERED, type WatchProcess } from './watch-process.ts'
 
 export interface HelmOptions {
   /** Changes per method. */
@@ -26,10 +31,11 @@ export interface HelmOptions {
   readonly log: (line: string) => void
 }
 
-type Method = 'watchLabel' | 'action' | 'floor'
+type Method = 'watchLabel' | 'watchMode' | 'action' | 'floor'
 
 const METHOD_TITLES: Readonly<Record<Method, string>> = {
   watchLabel: '(a) Flux watch label (reconcile.fluxcd.io/watch: Enabled)',
+  watchMode: '(b) our watch mode (bundled dist/cli.js watch, debounce 0)',
   action: '(c) our action (trigger step, bundled dist/index.js)',
   floor: 'floor: requestedAt patched at the instant of the update',
 }
@@ -43,6 +49,17 @@ export interface HelmRow {
   readonly p95: Figure
   /** action only */
   readonly detail?: ActionDetail
+  /** watchMode only */
+  readonly watch?: WatchModeDetail
+}
+
+export interface WatchModeDetail {
+  /** ConfigMap update sent → our requestedAt token (the instant before the patch was sent). */
+  readonly updateToPatch: { readonly median: Figure; readonly p95: Figure }
+  /** The process's own event-to-patch (source event received → patch answered), from its log. */
+  readonly eventToPatch: { readonly median: Figure; readonly p95: Figure }
+  /** Resident memory of the watch process at the end. */
+  readonly rss: Figure
 }
 
 export interface ActionDetail {
@@ -57,6 +74,7 @@ export interface ActionDetail {
 
 const APP = 'app'
 const VALUES = 'app-values'
+const KEYS = keysFor('nebius.ai')
 const DEPLOY_TIMEOUT_MS = 90_000
 const POLL_MS = 25
 
@@ -75,18 +93,29 @@ export async function helmScenario(options: HelmOptions): Promise<ScenarioResult
 }
 
 async function measureAll(cluster: LocalCluster, session: ApiSession, options: HelmOptions): Promise<HelmRow[]> {
-  const namespaces: Record<Method, string> = { watchLabel: 'bench-watch-label', action: 'bench-action', floor: 'bench-floor' }
-  for (const method of ['watchLabel', 'action', 'floor'] as const) {
-    await install(cluster, session, namespaces[method], method === 'watchLabel')
+  const namespaces: Record<Method, string> = {
+    watchLabel: 'bench-watch-label',
+    watchMode: 'bench-watch-mode',
+    action: 'bench-action',
+    floor: 'bench-floor',
+  }
+  for (const method of ['watchLabel', 'watchMode', 'action', 'floor'] as const) {
+    await install(cluster, session, namespaces[method], method)
     options.log(`helm: ${namespaces[method]}/${APP} installed (revision 1)`)
   }
   const repo = createRepo('hrt-bench-helm-')
   const rssDir = await mkdtemp(join(tmpdir(), 'hrt-bench-rss-'))
+  let watcher: WatchProcess | undefined
   try {
+    // Only its own namespace: the other methods' ConfigMaps and releases are none of its business.
+    watcher = await startWatchProcess({ kubeconfigPath: cluster.kubeconfigPath, namespaces: [namespaces.watchMode] })
+    // The release records the installed values' digest: the initial sync triggers nothing.
+    await watcher.line('initial sync done')
     repo.write({ 'apps/values.yaml': valuesManifest(namespaces.action, 0), 'apps/release.yaml': releaseManifest(namespaces.action) })
     const fleet: ActionFleet = { cluster, session, repo, head: repo.commit('fleet'), namespace: namespaces.action, rssDir }
-    const samples: Record<Method, number[]> = { watchLabel: [], action: [], floor: [] }
+    const samples: Record<Method, number[]> = { watchLabel: [], watchMode: [], action: [], floor: [] }
     const details: ActionSample[] = []
+    const watchSamples: WatchModeSample[] = []
     let watchWorks = true
     for (let k = 1; k <= options.changes; k++) {
       if (watchWorks) {
@@ -95,15 +124,25 @@ async function measureAll(cluster: LocalCluster, session: ApiSession, options: H
         else samples.watchLabel.push(sample)
       }
       samples.floor.push(await floorChange(session, namespaces.floor, k))
+      const watched = await watchModeChange(session, watcher, namespaces.watchMode, k)
+      samples.watchMode.push(watched.latencyMs)
+      watchSamples.push(watched)
       const action = await actionChange(fleet, k, applyDelay(k, options.changes))
       samples.action.push(action.latencyMs)
       details.push(action)
       options.log(
-        `helm: change ${k}/${options.changes}: watch label ${watchWorks ? ms(samples.watchLabel.at(-1) ?? Number.NaN) : 'no upgrade'}, floor ${ms(samples.floor.at(-1) ?? Number.NaN)}, action ${ms(action.latencyMs)} (apply→patch ${ms(action.applyToPatchMs)})`,
+        `helm: change ${k}/${options.changes}: watch label ${watchWorks ? ms(samples.watchLabel.at(-1) ?? Number.NaN) : 'no upgrade'}, floor ${ms(samples.floor.at(-1) ?? Number.NaN)}, watch mode ${ms(watched.latencyMs)} (update→patch ${ms(watched.updateToPatchMs)}), action ${ms(action.latencyMs)} (apply→patch ${ms(action.applyToPatchMs)})`,
       )
     }
-    return [row('watchLabel', watchWorks, samples.watchLabel), row('action', true, samples.action, actionDetail(details)), row('floor', true, samples.floor)]
+    const watchDetail = watchModeDetail(watchSamples, await watcher.rssKiB())
+    return [
+      row('watchLabel', watchWorks, samples.watchLabel),
+      { ...row('watchMode', true, samples.watchMode), watch: watchDetail },
+      row('action', true, samples.action, actionDetail(details)),
+      row('floor', true, samples.floor),
+    ]
   } finally {
+    await watcher?.stop()
     repo.cleanup()
     await rm(rssDir, { recursive: true, force: true })
   }
@@ -140,22 +179,36 @@ function valuesData(k: number): Record<string, string> {
   return { 'values.yaml': `greeting: hello-${k}\n` }
 }
 
-async function install(cluster: LocalCluster, session: ApiSession, namespace: string, watchLabel: boolean): Promise<void> {
+async function install(cluster: LocalCluster, session: ApiSession, namespace: string, method: Method): Promise<void> {
   await cluster.createNamespace(namespace)
   expectStatus(
     await session.request('POST', crPath(HELM_REPOSITORY, namespace), helmRepository({ namespace, url: cluster.chartRepoUrl, interval: '10m' })),
     [201],
     'HelmRepository',
   )
-  const labels = watchLabel ? { 'reconcile.fluxcd.io/watch': 'Enabled' } : {}
+  const labels =
+    method === 'watchLabel' ? { 'reconcile.fluxcd.io/watch': 'Enabled' } : method === 'watchMode' ? { [KEYS.triggerLabel]: KEYS.triggerLabelValue } : {}
+  const annotations = method === 'watchMode' ? { [KEYS.targetNames]: APP, [KEYS.targetNamespace]: namespace } : {}
   expectStatus(
-    await session.request('POST', configMapPath(namespace), { metadata: { name: VALUES, namespace, labels }, data: valuesData(0) }),
+    await session.request('POST', configMapPath(namespace), { metadata: { name: VALUES, namespace, labels, annotations }, data: valuesData(0) }),
     [201],
     'ConfigMap',
   )
-  const release = helmRelease({ namespace, name: APP, interval: '1h', valuesFrom: [{ kind: 'ConfigMap', name: VALUES }] })
+  // Our watch mode finds the installed values already recorded (as after any earlier trigger).
+  const recorded = method === 'watchMode' ? { [KEYS.configDigest]: JSON.stringify({ [`ConfigMap/${namespace}/${VALUES}`]: valuesDigest(0) }) } : undefined
+  const release = helmRelease({
+    namespace,
+    name: APP,
+    interval: '1h',
+    valuesFrom: [{ kind: 'ConfigMap', name: VALUES }],
+    ...(recorded === undefined ? {} : { annotations: recorded }),
+  })
   expectStatus(await session.request('POST', crPath(HELM_RELEASE, namespace), release), [201], 'HelmRelease')
   await waitForRevision(session, namespace, 0, 180_000)
+}
+
+function valuesDigest(k: number): string {
+  return digestOf(contentOfConfigMap({ data: valuesData(k) }), { semantic: true })
 }
 
 interface Revision {
@@ -214,6 +267,41 @@ async function floorChange(session: ApiSession, namespace: string, k: number): P
   const patch = { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } }
   expectStatus(await session.request('PATCH', crPath(HELM_RELEASE, namespace, APP), patch, 'application/merge-patch+json'), [200], 'requesting a reconcile')
   return (await waitForRevision(session, namespace, before)) - t0
+}
+
+// ---- (b) our watch mode -----------------------------------------------------------------
+
+interface WatchModeSample {
+  readonly latencyMs: number
+  readonly updateToPatchMs: number
+  readonly eventToPatchMs: number
+}
+
+/** Updates the ConfigMap and times update → deployed revision; the running watch process does the rest. */
+async function watchModeChange(session: ApiSession, watcher: WatchProcess, namespace: string, k: number): Promise<WatchModeSample> {
+  const before = await currentVersion(session, namespace)
+  const mark = watcher.lines.length
+  const t0 = now()
+  const updatedAt = Date.now()
+  await updateConfigMap(session, namespace, k)
+  const deployed = await waitForRevision(session, namespace, before)
+  const digest = valuesDigest(k).slice('sha256:'.length, 'sha256:'.length + 12)
+  // Its log names the sources it triggered for, with a short digest: this change's line.
+  const triggered = await watcher.line(TRIGGERED, (l) => String(l['sources']).endsWith(`@${digest}`), { from: mark, timeoutMs: 10_000 })
+  return {
+    latencyMs: deployed - t0,
+    updateToPatchMs: tokenTime(String(triggered['token'])) - updatedAt,
+    eventToPatchMs: Number(triggered['latencyMs']),
+  }
+}
+
+function watchModeDetail(samples: readonly WatchModeSample[], rssKiB: number): WatchModeDetail {
+  const summary = (values: readonly number[]) => ({ median: fig(median(values), 'ms'), p95: fig(quantile(values, 0.95), 'ms') })
+  return {
+    updateToPatch: summary(samples.map((s) => s.updateToPatchMs)),
+    eventToPatch: summary(samples.map((s) => s.eventToPatchMs)),
+    rss: fig(rssKiB / 1024, 'MiB'),
+  }
 }
 
 // ---- (c) our action --------------------------------------------------------------------
@@ -284,11 +372,6 @@ function triggeredToken(output: string | undefined): string {
   return token
 }
 
-/** Our token is RFC 3339 with nine fractional digits: the first three are the milliseconds. */
-function tokenTime(token: string): number {
-  return Date.parse(`${token.slice(0, 23)}Z`)
-}
-
 function actionDetail(samples: readonly ActionSample[]): ActionDetail {
   const summary = (values: readonly number[]) => ({ median: fig(median(values), 'ms'), p95: fig(quantile(values, 0.95), 'ms') })
   return {
@@ -356,16 +439,21 @@ function summarize(rows: readonly HelmRow[], cluster: LocalCluster): ScenarioRes
   ])
   const action = rows.find((r) => r.method === 'action')
   const watch = rows.find((r) => r.method === 'watchLabel')
+  const watchMode = rows.find((r) => r.method === 'watchMode')
   const notes = [
     `helm-controller ${cluster.versions.helmController}, source-controller ${cluster.versions.sourceController}, Kubernetes ${cluster.versions.kubernetes}. Latency = ConfigMap update accepted by the apiserver → history[0] of the HelmRelease is a higher version with status deployed (polled every ${POLL_MS} ms).`,
     watch?.works === false
       ? 'The watch label did NOT trigger an upgrade on this cluster within 30 s.'
       : 'The watch label works here: helm-controller upgraded on the ConfigMap change alone (no requestedAt).',
-    '(b) our `watch` mode is not measured: it does not exist yet.',
+    ...(watchMode?.watch === undefined
+      ? []
+      : [
+          `(b) our watch mode, over the floor: ${signed(watchMode.median.value - floor)} median. ConfigMap update sent → our requestedAt token (the instant before the patch is sent): ${ms(watchMode.watch.updateToPatch.median.value)} median, ${ms(watchMode.watch.updateToPatch.p95.value)} p95; the process's own event-to-patch (source event received → patch answered): ${ms(watchMode.watch.eventToPatch.median.value)} median, ${ms(watchMode.watch.eventToPatch.p95.value)} p95. It runs throughout, watching only its namespace; RSS ${watchMode.watch.rss.value.toFixed(0)} MiB at the end.`,
+        ]),
     ...(action?.detail === undefined
       ? []
       : [
-          `Our added overhead over the floor: ${ms(action.median.value - floor)} median. Of it, ConfigMap update → our requestedAt patch (the wait-for-apply poll lag, a poll every 200 ms, or the action still starting when the apply is early): ${ms(action.detail.applyToPatch.median.value)} median, ${ms(action.detail.applyToPatch.p95.value)} p95. The ConfigMap was applied ${action.detail.applyDelays.map((d) => ms(d.value)).join(', ')} after the action started.`,
+          `(c) our action, over the floor: ${signed(action.median.value - floor)} median. Of it, ConfigMap update → our requestedAt patch (the wait-for-apply poll lag, a poll every 200 ms, or the action still starting when the apply is early): ${ms(action.detail.applyToPatch.median.value)} median, ${ms(action.detail.applyToPatch.p95.value)} p95. The ConfigMap was applied ${action.detail.applyDelays.map((d) => ms(d.value)).join(', ')} after the action started.`,
           `The action process (start → exit, including waiting for helm-controller's outcome): ${ms(action.detail.processWall.median.value)} median; peak RSS ${action.detail.peakRss.value.toFixed(0)} MiB.`,
         ]),
   ]

@@ -20,6 +20,7 @@ import { helmScenario, type HelmRow } from './helm.ts'
 import { fig, formatTable, now, round, yes, type Figure, type ScenarioResult, type Target } from './lib.ts'
 import { planScenario, type PlanRow } from './plan.ts'
 import { startScenario, type StartRow } from './start.ts'
+import { watchScenario, type WatchRow } from './watch.ts'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 export const RESULTS_PATH = join(BENCH_DIR, 'results.json')
@@ -30,6 +31,7 @@ interface ScenarioRows {
   plan: PlanRow
   fanout: FanoutRow
   helm: HelmRow
+  watch: WatchRow
   discover: DiscoverRow
   start: StartRow
 }
@@ -46,26 +48,36 @@ interface Profile {
     readonly kubectlSizes: readonly number[]
   }
   readonly helm: { readonly changes: number }
+  readonly watch: {
+    readonly rates: readonly number[]
+    readonly seconds: number
+    readonly maxChanges: number
+    readonly sources: readonly number[]
+    readonly unlabelled: number
+    readonly memoryRuns: number
+  }
   readonly discover: { readonly sizes: readonly number[] }
   readonly start: { readonly samples: number }
 }
 
 const FULL: Profile = {
-  scenarios: ['plan', 'fanout', 'helm', 'discover', 'start'],
+  scenarios: ['plan', 'fanout', 'helm', 'watch', 'discover', 'start'],
   plan: { sizes: [100, 1_000, 5_000, 10_000], reps: 3, breakdown: true },
   fanout: { sizes: [10, 100, 1_000, 5_000], concurrencies: [10, 50], reps: 3, kubectlSizes: [10, 100] },
   helm: { changes: 15 },
+  watch: { rates: [1, 10, 100], seconds: 10, maxChanges: 1_000, sources: [1_000, 10_000], unlabelled: 10_000, memoryRuns: 2 },
   discover: { sizes: [1_000, 10_000] },
   start: { samples: 10 },
 }
 
-// Fan-out stops at 100 releases here, and discover runs only when asked for (--only), to stay
-// within a minute.
+// Fan-out stops at 100 releases here, and watch and discover run only when asked for (--only),
+// to stay within a minute.
 const QUICK: Profile = {
   scenarios: ['plan', 'fanout', 'helm', 'start'],
   plan: { sizes: [100, 1_000], reps: 1, breakdown: false },
   fanout: { sizes: [10, 100], concurrencies: [10], reps: 1, kubectlSizes: [10] },
   helm: { changes: 5 },
+  watch: { rates: [1, 10, 100], seconds: 3, maxChanges: 300, sources: [1_000], unlabelled: 10_000, memoryRuns: 1 },
   discover: { sizes: [1_000] },
   start: { samples: 3 },
 }
@@ -77,10 +89,11 @@ const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) =>
   plan: (profile, log) => planScenario({ ...profile.plan, log }),
   fanout: (profile, log) => fanoutScenario({ ...profile.fanout, log }),
   helm: (profile, log) => helmScenario({ ...profile.helm, log }),
+  watch: (profile, log) => watchScenario({ ...profile.watch, log }),
   discover: (profile, log) => discoverScenario({ ...profile.discover, log }),
   start: (profile, log) => startScenario({ ...profile.start, log }),
 }
-const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'discover', 'start']
+const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'watch', 'discover', 'start']
 
 interface Args {
   readonly quick: boolean
