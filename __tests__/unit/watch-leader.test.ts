@@ -1,7 +1,7 @@
 // Leader election against an in-memory Lease with resourceVersions, on a fake clock: who may
-// take the Lease and when, renewals, the renew deadline, release on shutdown, conflicts.
+// take the Lease and when, renewals, the renew deadline, release on shutdown, conflicts, RBAC.
 import { describe, expect, it } from 'vitest'
-import { ConflictError } from '../../src/kube/api-error.ts'
+import { ConflictError, ForbiddenError } from '../../src/kube/api-error.ts'
 import type { LeaseRecord, LeaseStore, StoredLease } from '../../src/kube/lease.ts'
 import { LeaderElector, microTime, type ElectionTiming } from '../../src/watch/leader.ts'
 
@@ -11,21 +11,29 @@ class MemoryLease implements LeaseStore {
   private version = 1
   /** When set, every call fails (the apiserver is away). */
   down = false
+  /** Verbs RBAC refuses. */
+  readonly denied = new Set<'get' | 'create' | 'update'>()
   async get(): Promise<StoredLease | undefined> {
     if (this.down) throw new Error('connection refused')
+    this.refuse('get')
     return this.stored
   }
   async create(record: LeaseRecord): Promise<StoredLease> {
     if (this.down) throw new Error('connection refused')
+    this.refuse('create')
     if (this.stored !== undefined) throw new ConflictError('exists')
     this.stored = { record, resourceVersion: String(this.version++) }
     return this.stored
   }
   async update(record: LeaseRecord, resourceVersion: string): Promise<StoredLease> {
     if (this.down) throw new Error('connection refused')
+    this.refuse('update')
     if (this.stored?.resourceVersion !== resourceVersion) throw new ConflictError('changed')
     this.stored = { record, resourceVersion: String(this.version++) }
     return this.stored
+  }
+  private refuse(verb: 'get' | 'create' | 'update'): void {
+    if (this.denied.has(verb)) throw new ForbiddenError(`Forbidden: cannot ${verb} leases.coordination.k8s.io`)
   }
 }
 
@@ -167,6 +175,42 @@ describe('LeaderElector', () => {
     const b = candidate(store, 'b', clock)
     const results = await Promise.all([a.elector.tryAcquireOrRenew(), b.elector.tryAcquireOrRenew()])
     expect(results.filter(Boolean)).toHaveLength(1)
+  })
+
+  it.each(['get', 'create'] as const)('rejects at once when RBAC refuses %s on the Lease, instead of standing by forever', async (verb) => {
+    const store = new MemoryLease()
+    store.denied.add(verb)
+    const changes: string[] = []
+    const elector = new LeaderElector({
+      store,
+      identity: 'a',
+      timing,
+      clock: { now: () => 0, sleep: async () => undefined },
+      onStartedLeading: () => changes.push('started'),
+      onStoppedLeading: () => changes.push('stopped'),
+      log: () => undefined,
+    })
+    await expect(elector.run(new AbortController().signal)).rejects.toThrow(`cannot ${verb} leases`)
+    expect(changes).toEqual([])
+  })
+
+  it('stops leading, then rejects, when RBAC refuses the renewal', async () => {
+    const store = new MemoryLease()
+    store.denied.add('update')
+    const clock = { t: 0 }
+    const changes: string[] = []
+    const elector = new LeaderElector({
+      store,
+      identity: 'a',
+      timing,
+      clock: { now: () => clock.t, sleep: async () => void (clock.t += 2_000) },
+      onStartedLeading: () => changes.push('started'),
+      onStoppedLeading: () => changes.push(`stopped (leader: ${elector.isLeader()})`),
+      log: () => undefined,
+    })
+    await expect(elector.run(new AbortController().signal)).rejects.toThrow('cannot update leases')
+    expect(changes).toEqual(['started', 'stopped (leader: false)'])
+    expect(store.stored?.record.holderIdentity).toBe('a')
   })
 
   it('refuses a renew deadline not shorter than the lease duration', () => {

@@ -1,7 +1,7 @@
 // The reflector against a scripted list/watch client: list then watch from the list's
 // resourceVersion, bookmarks move it, a server-ended watch reopens from it, 410 and errors
-// list again and deliver the difference (deletions included), the first list's configuration
-// error is fatal.
+// list again and deliver the difference (deletions included), a configuration error of the
+// first list, or of a watch before any opened, is fatal.
 import { describe, expect, it } from 'vitest'
 import { ConfigurationError } from '../../src/errors.ts'
 import { GoneError, type ListResult, type ListScope, type ListWatchClient, type WatchEvent, type WatchOptions } from '../../src/kube/list-watch.ts'
@@ -135,6 +135,27 @@ describe('reflector', () => {
   it('fails at once when the first list is refused for a configuration reason (RBAC, kubeconfig)', async () => {
     const r = run([{ list: new ConfigurationError('Forbidden: cannot list configmaps') }])
     await expect(r.done).rejects.toThrow(/Forbidden/)
+  })
+
+  it('fails when the first watch is refused for a configuration reason, though the list was allowed', async () => {
+    const r = run([
+      { list: { items: [obj('a', '1')], resourceVersion: '1' } },
+      { watch: { events: [], end: new ConfigurationError('Forbidden: cannot watch configmaps') } },
+    ])
+    await expect(r.done).rejects.toThrow(/cannot watch configmaps/)
+    expect(r.client.lists).toBe(1)
+  })
+
+  it('keeps going when a watch is refused after one has opened', async () => {
+    const r = run([
+      { list: { items: [], resourceVersion: '1' } },
+      { watch: { events: [], end: 'close' } },
+      { watch: { events: [], end: new ConfigurationError('Forbidden: cannot watch configmaps') } },
+      { list: { items: [obj('a', '3')], resourceVersion: '3' } },
+    ])
+    await r.done
+    expect(r.hooks.restarts).toEqual(['expired', 'error'])
+    expect(r.changes).toEqual(['added:a@3'])
   })
 
   it('keeps going after the first list when a later list is refused', async () => {

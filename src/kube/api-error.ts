@@ -6,7 +6,7 @@ import { ConfigurationError, TransientError, messageOf } from '../errors.ts'
 
 /** What we were doing, to name it in the message. */
 export interface Request {
-  readonly verb: 'get' | 'list' | 'watch' | 'patch' | 'create'
+  readonly verb: 'get' | 'list' | 'watch' | 'patch' | 'create' | 'update'
   /** Plural resource, e.g. "helmreleases". */
   readonly resource: string
   /** API group; '' for the core group. */

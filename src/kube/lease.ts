@@ -31,9 +31,8 @@ export interface LeaseStore {
 
 export function createLeaseStore(raw: RawClient, namespace: string, name: string): LeaseStore {
   const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`
-  const describe = (verb: Request['verb'] | 'update', withName = true): Request => ({
-    verb: verb === 'update' ? 'patch' : verb,
-    ruleVerbs: [verb],
+  const describe = (verb: Request['verb'], withName = true): Request => ({
+    verb,
     resource: 'leases',
     group: 'coordination.k8s.io',
     namespace,

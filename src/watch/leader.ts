@@ -6,7 +6,7 @@
 // Releasing on shutdown empties the holder so a standby takes over at once.
 
 import { messageOf } from '../errors.ts'
-import { ConflictError } from '../kube/api-error.ts'
+import { ConflictError, ForbiddenError } from '../kube/api-error.ts'
 import type { LeaseRecord, LeaseStore, StoredLease } from '../kube/lease.ts'
 
 export interface ElectionTiming {
@@ -57,7 +57,8 @@ export class LeaderElector {
 
   /**
    * One round: take or renew the Lease. True when we hold it afterwards. Errors (the apiserver
-   * away, a conflict with another candidate) count as not holding it this round.
+   * away, a conflict with another candidate) count as not holding it this round; RBAC refusing
+   * the Lease throws, as no later round can succeed.
    */
   async tryAcquireOrRenew(): Promise<boolean> {
     const { store, identity, timing, clock } = this.options
@@ -89,13 +90,27 @@ export class LeaderElector {
       this.lastRenew = now
       return true
     } catch (error) {
+      if (error instanceof ForbiddenError) throw error
       if (!(error instanceof ConflictError)) this.options.log('warning', `leader election: ${store.description}: ${messageOf(error)}`)
       return false
     }
   }
 
-  /** Campaigns, leads and renews until `signal` aborts; then releases the Lease when leading. */
+  /** Campaigns, leads and renews until `signal` aborts; then releases the Lease when leading. Rejects when RBAC refuses the Lease. */
   async run(signal: AbortSignal): Promise<void> {
+    try {
+      await this.campaign(signal)
+    } catch (error) {
+      // Stop patching before the caller hears of it, as when a renewal misses its deadline.
+      if (this.leading) {
+        this.leading = false
+        this.options.onStoppedLeading()
+      }
+      throw error
+    }
+  }
+
+  private async campaign(signal: AbortSignal): Promise<void> {
     const { timing, clock, log, identity, store } = this.options
     while (!signal.aborted) {
       // Standby: try every retry period (jittered, as client-go does).

@@ -48,7 +48,7 @@ export interface ReflectorOptions<T> {
 }
 
 export interface Reflector<T> {
-  /** Runs until `signal` aborts. Rejects only when the very first LIST fails with a configuration error. */
+  /** Runs until `signal` aborts. Rejects only when the very first LIST, or a WATCH before any has opened, fails with a configuration error. */
   run(signal: AbortSignal): Promise<void>
   readonly store: ReadonlyMap<string, T>
   readonly synced: boolean
@@ -109,6 +109,8 @@ export function createReflector<T>(options: ReflectorOptions<T>): Reflector<T & 
       let resourceVersion: string | undefined
       let delay = minBackoff
       let listed = false
+      let watched = false
+      let watching = false
       while (!signal.aborted) {
         try {
           if (resourceVersion === undefined) {
@@ -121,12 +123,16 @@ export function createReflector<T>(options: ReflectorOptions<T>): Reflector<T & 
             delay = minBackoff
           }
           const started = options.now()
+          watching = true
           await client.watch(scope, { resourceVersion, timeoutSeconds: timeout + Math.floor(Math.random() * timeout), signal }, (event) => {
+            watched = true
             const at = options.now()
             const rv = apply(event, at)
             if (rv !== undefined) resourceVersion = rv
             hooks.onFresh(at)
           })
+          watching = false
+          watched = true
           if (signal.aborted) return
           hooks.onRestart('expired', undefined)
           // A server that ends watches at once (overloaded, shutting down) must not become a hot loop.
@@ -135,7 +141,9 @@ export function createReflector<T>(options: ReflectorOptions<T>): Reflector<T & 
         } catch (error) {
           if (signal.aborted) return
           // Without a first list there is nothing to serve: a wrong kubeconfig or missing RBAC is fatal.
-          if (!listed && error instanceof ConfigurationError) throw error
+          // So is a watch refused before any opened: relisting in its place would poll, warning each time.
+          if ((!listed || (watching && !watched)) && error instanceof ConfigurationError) throw error
+          watching = false
           const gone = error instanceof GoneError
           hooks.onRestart(gone ? 'gone' : 'error', error)
           // Whatever broke, list again: the diff delivers what changed while we were away.

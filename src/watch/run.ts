@@ -445,7 +445,11 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
       },
     })
     log.event('info', 'leader election on', { identity, lease: `${settings.leaderElectionNamespace}/${settings.leaderElectionName}` })
-    electing = elector.run(electionStop.signal)
+    electing = elector.run(electionStop.signal).catch((error: unknown) => {
+      // The Lease refused by RBAC: no replica with this role can ever lead, so say so and stop.
+      fatal ??= error
+      stop.abort()
+    })
   }
 
   const recovering = settings.recoverIntervalMs === undefined ? Promise.resolve() : recoverLoop(settings.recoverIntervalMs)
