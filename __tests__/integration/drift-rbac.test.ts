@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { AuthorizationV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
+import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
 import { parseAllDocuments } from 'yaml'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { connect, connectObjects } from '../../src/connect.ts'
@@ -17,10 +17,10 @@ import { systemClock } from '../../src/trigger.ts'
 import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { driftChart, driftChartObjects } from '../../test/support/drift-chart.ts'
+import { grantsInEffect, without } from '../../test/support/rbac.ts'
 
 const cluster = useCluster()
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
-const authz = cluster.kubeconfig.makeApiClient(AuthorizationV1Api)
 const CHART = `drift-rbac-${randomBytes(3).toString('hex')}`
 const SA = 'helmrelease-trigger'
 
@@ -44,16 +44,6 @@ function grants(rules: readonly V1PolicyRule[]): string[] {
   return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
 }
 
-/** The rules with one verb on one resource taken away. */
-function without(rules: readonly V1PolicyRule[], group: string, resource: string, verb: string): V1PolicyRule[] {
-  return rules.flatMap((r) => {
-    if (!(r.apiGroups ?? []).includes(group) || !(r.resources ?? []).includes(resource)) return [r]
-    const others = (r.resources ?? []).filter((x) => x !== resource)
-    const kept = r.verbs.filter((v) => v !== verb)
-    return [...(others.length > 0 ? [{ ...r, resources: others }] : []), ...(kept.length > 0 ? [{ ...r, resources: [resource], verbs: kept }] : [])]
-  })
-}
-
 let serial = 0
 
 /** Binds the shipped ClusterRole (or `rules`) to a new ServiceAccount; returns its kubeconfig text once the grants are in effect. */
@@ -72,27 +62,7 @@ async function identity(namespace: string, rules?: V1PolicyRule[]): Promise<stri
     },
   })
   const token = await cluster.serviceAccountToken(namespace, account)
-  const checks = granted.flatMap((r) =>
-    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
-  )
-  await cluster.waitFor(
-    async () => {
-      for (const c of checks) {
-        const review = await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user: `system:serviceaccount:${namespace}:${account}`,
-              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
-            },
-          },
-        })
-        if (review.status?.allowed !== true) return false
-      }
-      return true
-    },
-    { timeoutMs: 20_000, message: `the grants of ${namespace}/${account} to take effect` },
-  )
+  await grantsInEffect(cluster.kubeconfig, namespace, account, granted)
   return readFileSync(await cluster.kubeconfigFor(token, account), 'utf8')
 }
 

@@ -5,17 +5,17 @@
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { RbacAuthorizationV1Api, AuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
+import { RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
 import { parseAllDocuments } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { grantsInEffect, without } from '../../test/support/rbac.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
 const cluster = useCluster()
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
-const authz = cluster.kubeconfig.makeApiClient(AuthorizationV1Api)
 const repos: Repo[] = []
 afterAll(() => repos.forEach((r) => r.cleanup()))
 
@@ -49,16 +49,6 @@ function only(objects: readonly RbacObject[], kind: string): RbacObject {
 /** (group, resource, verb) triples, sorted: what a role grants, comparable as a list. */
 function grants(rules: readonly V1PolicyRule[]): string[] {
   return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
-}
-
-/** The rules with one verb on one resource taken away (a rule naming several resources is split). */
-function without(rules: readonly V1PolicyRule[], group: string, resource: string, verb: string): V1PolicyRule[] {
-  return rules.flatMap((r) => {
-    if (!(r.apiGroups ?? []).includes(group) || !(r.resources ?? []).includes(resource)) return [r]
-    const others = (r.resources ?? []).filter((x) => x !== resource)
-    const kept = r.verbs.filter((v) => v !== verb)
-    return [...(others.length > 0 ? [{ ...r, resources: others }] : []), ...(kept.length > 0 ? [{ ...r, resources: [resource], verbs: kept }] : [])]
-  })
 }
 
 // ---- binding a role to a fresh ServiceAccount ---------------------------------------------
@@ -111,34 +101,9 @@ async function bindRole(namespace: string, sa: string, rules?: V1PolicyRule[]): 
   return granted
 }
 
-/** The RBAC authorizer learns new bindings through an informer: wait until every grant is in effect. */
-async function effective(namespace: string, sa: string, rules: readonly V1PolicyRule[]): Promise<void> {
-  const checks = rules.flatMap((r) =>
-    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
-  )
-  await cluster.waitFor(
-    async () => {
-      for (const c of checks) {
-        const review = await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user: `system:serviceaccount:${namespace}:${sa}`,
-              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
-            },
-          },
-        })
-        if (review.status?.allowed !== true) return false
-      }
-      return true
-    },
-    { timeoutMs: 20_000, message: `the grants of ${namespace}/${sa} to take effect` },
-  )
-}
-
 async function identity(namespace: string, sa: string, rules: readonly V1PolicyRule[]): Promise<Identity> {
   const token = await cluster.serviceAccountToken(namespace, sa)
-  await effective(namespace, sa, rules)
+  await grantsInEffect(cluster.kubeconfig, namespace, sa, rules)
   return { namespace, token, kubeconfig: readFileSync(await cluster.kubeconfigFor(token, sa), 'utf8') }
 }
 

@@ -6,17 +6,17 @@
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { AuthorizationV1Api, CoordinationV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
+import { CoordinationV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
 import { parseAllDocuments } from 'yaml'
 import { afterEach, describe, expect, it } from 'vitest'
 import { messageOf } from '../../src/errors.ts'
 import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { grantsInEffect, without } from '../../test/support/rbac.ts'
 import { startWatch, type LogLine, type WatchHandle } from '../../test/support/watch.ts'
 
 const cluster = useCluster()
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
-const authz = cluster.kubeconfig.makeApiClient(AuthorizationV1Api)
 const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api)
 
 const HR = 'helm.toolkit.fluxcd.io'
@@ -57,16 +57,6 @@ function grants(rules: readonly V1PolicyRule[]): string[] {
   return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
 }
 
-/** The rules with one verb on one resource taken away (a rule naming several resources is split). */
-function without(rules: readonly V1PolicyRule[], group: string, resource: string, verb: string): V1PolicyRule[] {
-  return rules.flatMap((r) => {
-    if (!(r.apiGroups ?? []).includes(group) || !(r.resources ?? []).includes(resource)) return [r]
-    const others = (r.resources ?? []).filter((x) => x !== resource)
-    const kept = r.verbs.filter((v) => v !== verb)
-    return [...(others.length > 0 ? [{ ...r, resources: others }] : []), ...(kept.length > 0 ? [{ ...r, resources: [resource], verbs: kept }] : [])]
-  })
-}
-
 /** Our one sentence for a refused request in `namespace`. */
 function forbidden(verb: string, resource: string, group: string, namespace: string, name?: string): string {
   const what = `${group === '' ? resource : `${resource}.${group}`}${name === undefined ? '' : ` ${name}`}`
@@ -103,28 +93,7 @@ async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; lea
     })
   }
   const token = await cluster.serviceAccountToken(namespace, SA)
-  // The RBAC authorizer learns new bindings through an informer: wait until every grant is in effect.
-  const checks = [...rules.cluster, ...(rules.leases ?? [])].flatMap((r) =>
-    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
-  )
-  await cluster.waitFor(
-    async () => {
-      for (const c of checks) {
-        const review = await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user: `system:serviceaccount:${namespace}:${SA}`,
-              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
-            },
-          },
-        })
-        if (review.status?.allowed !== true) return false
-      }
-      return true
-    },
-    { timeoutMs: 20_000, message: `the grants of ${namespace}/${SA} to take effect` },
-  )
+  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? [])])
   return cluster.kubeconfigFor(token, `watch-rbac-${namespace}`)
 }
 

@@ -1,0 +1,44 @@
+// RBAC helpers for the least-privilege tests: take one verb away from a role, and wait until
+// new grants are in effect before an identity is used.
+
+import { AuthorizationV1Api, type KubeConfig, type V1PolicyRule } from '@kubernetes/client-node'
+import { waitFor } from './kube.ts'
+
+/** The rules with one verb on one resource taken away (a rule naming several resources is split). */
+export function without(rules: readonly V1PolicyRule[], group: string, resource: string, verb: string): V1PolicyRule[] {
+  return rules.flatMap((r) => {
+    if (!(r.apiGroups ?? []).includes(group) || !(r.resources ?? []).includes(resource)) return [r]
+    const others = (r.resources ?? []).filter((x) => x !== resource)
+    const kept = r.verbs.filter((v) => v !== verb)
+    return [...(others.length > 0 ? [{ ...r, resources: others }] : []), ...(kept.length > 0 ? [{ ...r, resources: [resource], verbs: kept }] : [])]
+  })
+}
+
+/**
+ * The RBAC authorizer learns new bindings through an informer: waits until a ServiceAccount of
+ * `namespace` is allowed every verb of `rules` there (asked with SubjectAccessReviews as admin).
+ */
+export async function grantsInEffect(admin: KubeConfig, namespace: string, serviceAccount: string, rules: readonly V1PolicyRule[]): Promise<void> {
+  const authz = admin.makeApiClient(AuthorizationV1Api)
+  const checks = rules.flatMap((r) =>
+    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
+  )
+  await waitFor(
+    async () => {
+      for (const c of checks) {
+        const review = await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${namespace}:${serviceAccount}`,
+              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
+            },
+          },
+        })
+        if (review.status?.allowed !== true) return false
+      }
+      return true
+    },
+    { timeoutMs: 20_000, message: `the grants of ${namespace}/${serviceAccount} to take effect` },
+  )
+}
