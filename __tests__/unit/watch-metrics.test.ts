@@ -50,6 +50,7 @@ describe('Prometheus exposition', () => {
       helmrelease_trigger_watch_event_to_patch_seconds: 'histogram',
       helmrelease_trigger_watch_watch_restarts_total: 'counter',
       helmrelease_trigger_watch_source_deletions_total: 'counter',
+      helmrelease_trigger_watch_events_dropped_total: 'counter',
       helmrelease_trigger_watch_queue_depth: 'gauge',
       helmrelease_trigger_watch_last_sync_timestamp_seconds: 'gauge',
       helmrelease_trigger_watch_sources: 'gauge',

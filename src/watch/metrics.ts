@@ -134,6 +134,8 @@ export interface WatchMetrics {
   /** Watch reopened: resource and reason (expired, gone, error). */
   readonly restarts: Counter
   readonly deletions: Counter
+  /** Kubernetes Events not written because too many were waiting. */
+  readonly eventsDropped: Counter
 }
 
 export interface WatchGauges {
@@ -163,6 +165,9 @@ export function createWatchMetrics(gauges: WatchGauges, startedAt: number): Watc
     ),
   )
   const deletions = registry.register(new Counter(`${p}_source_deletions_total`, 'Watched ConfigMaps and Secrets deleted.'))
+  const eventsDropped = registry.register(
+    new Counter(`${p}_events_dropped_total`, 'Kubernetes Events not written because too many were already waiting (a burst of changes).'),
+  )
   registry.register(new Gauge(`${p}_queue_depth`, 'Releases waiting for their debounce, a worker, or being patched.', gauges.queueDepth))
   registry.register(
     new Gauge(`${p}_last_sync_timestamp_seconds`, 'Unix time the view was last known fresh (a list, an event or a bookmark on every watch).', gauges.lastSync),
@@ -173,5 +178,5 @@ export function createWatchMetrics(gauges: WatchGauges, startedAt: number): Watc
   registry.register(new Gauge(`${p}_ready`, '1 once the initial sync is done.', gauges.ready))
   registry.register(new Gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', () => process.memoryUsage.rss()))
   registry.register(new Gauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', () => startedAt / 1000))
-  return { registry, triggers, latency, restarts, deletions }
+  return { registry, triggers, latency, restarts, deletions, eventsDropped }
 }

@@ -23,6 +23,7 @@ import type { WatchConnection } from './connect.ts'
 import { DEFAULT_TIMING, LeaderElector, type ElectionTiming } from './leader.ts'
 import type { EventLog } from './log.ts'
 import { createWatchMetrics, type WatchMetrics } from './metrics.ts'
+import { EventWriter } from './event-writer.ts'
 import { DebounceQueue, systemTimers, type Timers } from './queue.ts'
 import { createReflector, describeRestart, type Change, type Reflector } from './reflector.ts'
 import { startOpsServer, type OpsServer } from './server.ts'
@@ -70,6 +71,8 @@ interface Running {
 }
 
 const MAX_DEBOUNCE_FACTOR = 5
+/** Events waiting to be written beyond which new ones are dropped (a burst; each ~1 KB). */
+const EVENTS_WAITING_LIMIT = 10_000
 
 export async function runWatch(settings: Settings, deps: WatchDeps): Promise<WatchReport> {
   const clock = deps.clock ?? { now: () => Date.now(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) }
@@ -147,7 +150,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
       view.upsertRelease({ ...release, key: releaseKey(release) })
       const latencyMs = firstEventAt === undefined ? undefined : clock.now() - firstEventAt
       if (latencyMs !== undefined) metrics.latency.observe(latencyMs / 1000)
-      for (const event of events) await recordEvent(cluster, event)
+      for (const event of events) eventWriter.add(event)
       metrics.triggers.inc({ result: settings.dryRun ? 'dry-run' : 'triggered', reason: 'ReconcileRequested' })
       log.event('info', 'release triggered', {
         release: key,
@@ -286,6 +289,26 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   async function recordWarning(client: ClusterClient, release: HelmRelease, reason: string, message: string): Promise<void> {
     if (!settings.dryRun) await recordEvent(client, { release, type: 'Warning', reason, message })
   }
+
+  // Beside the patches (see event-writer.ts); a dropped Event is counted, and said once per burst.
+  let dropping = false
+  const eventWriter = new EventWriter<ReleaseEvent>({
+    concurrency: Math.max(1, Math.ceil(settings.maxConcurrency / 2)),
+    limit: EVENTS_WAITING_LIMIT,
+    write: async (event) => {
+      await recordEvent(cluster, event)
+      if (eventWriter.depth <= 1) dropping = false
+    },
+    onDropped: (event) => {
+      metrics.eventsDropped.inc()
+      if (!dropping)
+        log.event('warning', 'too many Events waiting: dropping Events until the backlog clears', {
+          release: releaseKey(event.release),
+          waiting: EVENTS_WAITING_LIMIT,
+        })
+      dropping = true
+    },
+  })
 
   async function recordEvent(client: ClusterClient, event: ReleaseEvent): Promise<void> {
     try {
@@ -474,6 +497,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   log.event('info', 'stopping: draining in-flight patches', { reason: fatal === undefined ? stopReason.text : 'error', inFlight: queue.inFlight })
   await Promise.all(runs)
   await withTimeout(queue.drain(), deps.drainTimeoutMs ?? 10_000)
+  await withTimeout(eventWriter.drain(), deps.drainTimeoutMs ?? 10_000)
   electionStop.abort()
   await electing
   await withTimeout(recovering, 1_000)
