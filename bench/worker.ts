@@ -11,7 +11,7 @@ import { createGitReader } from '../src/git.ts'
 import { parseInParallel } from '../src/parse-pool.ts'
 import { pathFilter, planChanges } from '../src/plan.ts'
 import { parseSettings, type Settings } from '../src/settings.ts'
-import { preparePlan, runTrigger, systemClock, type Logger, type RunContext } from '../src/trigger.ts'
+import { planOptionsOf, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from '../src/trigger.ts'
 
 export interface PlanJob {
   readonly kind: 'plan'
@@ -109,13 +109,7 @@ async function planBreakdown(job: PlanJob, settings: Settings): Promise<PlanRun>
   const t0 = performance.now()
   const [changes, headFiles] = await Promise.all([git.changedFiles(job.base, job.head, filter), git.headFiles(job.head, filter)])
   const t1 = performance.now()
-  const options = {
-    prefix: settings.annotationPrefix,
-    defaultNamespace: settings.defaultNamespace,
-    semanticDigest: settings.semanticDigest,
-    discover: settings.discover,
-    paths: settings.paths,
-  }
+  const options = planOptionsOf(settings)
   // As preparePlan does it: a large commit's files parsed on threads first.
   const input = { changes, headFiles, fullSync: false, options }
   const plan = planChanges({ ...input, parsed: await parseInParallel(input) })

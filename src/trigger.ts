@@ -17,7 +17,7 @@ import type { ClusterClient, LiveSource, ReleaseEvent } from './kube/cluster.ts'
 import { toReleaseManifest, type HelmRelease } from './kube/helmrelease.ts'
 import { releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId, type SourceRef } from './model.ts'
 import { parseInParallel } from './parse-pool.ts'
-import { pathFilter, planChanges, retarget } from './plan.ts'
+import { pathFilter, planChanges, retarget, type PlanOptions } from './plan.ts'
 import { clusterRefused, resolveRange, type GitHubEventLike, type Range } from './range.ts'
 import { FAILED, Status, type ReleaseResult, type SourceResult, type TriggerReport } from './result.ts'
 import type { Settings } from './settings.ts'
@@ -81,6 +81,17 @@ export interface PreparedPlan {
   readonly headFiles: readonly HeadFile[]
 }
 
+/** The plan's options, from the settings. */
+export function planOptionsOf(settings: Settings): PlanOptions {
+  return {
+    prefix: settings.annotationPrefix,
+    defaultNamespace: settings.defaultNamespace,
+    semanticDigest: settings.semanticDigest,
+    discover: settings.discover,
+    paths: settings.paths,
+  }
+}
+
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
 export async function preparePlan(settings: Settings, context: RunContext, git: GitReader): Promise<PreparedPlan> {
   const range = await resolveRange(
@@ -92,14 +103,7 @@ export async function preparePlan(settings: Settings, context: RunContext, git: 
     range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
     git.headFiles(range.head, filter),
   ])
-  const options = {
-    prefix: settings.annotationPrefix,
-    defaultNamespace: settings.defaultNamespace,
-    semanticDigest: settings.semanticDigest,
-    discover: settings.discover,
-    paths: settings.paths,
-  }
-  const input = { changes, headFiles, fullSync: range.fullSync, options }
+  const input = { changes, headFiles, fullSync: range.fullSync, options: planOptionsOf(settings) }
   return { range, plan: planChanges({ ...input, parsed: await parseInParallel(input) }), headFiles }
 }
 
