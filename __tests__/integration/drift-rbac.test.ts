@@ -4,51 +4,33 @@
 // rule, the message names the rule to grant.
 
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
-import { parseAllDocuments } from 'yaml'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { connect, connectObjects } from '../../src/connect.ts'
 import { runDrift, ReleaseState, type DriftReport } from '../../src/drift/drift.ts'
 import { createOutcomeWaiter } from '../../src/outcome.ts'
 import { parseSettings } from '../../src/settings.ts'
 import { systemClock } from '../../src/trigger.ts'
-import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { driftChart, driftChartObjects } from '../../test/support/drift-chart.ts'
-import { grantsInEffect, without } from '../../test/support/rbac.ts'
+import { grants, grantsInEffect, shipped, without, type RbacObject } from '../../test/support/rbac.ts'
 
 const cluster = useCluster()
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
 const CHART = `drift-rbac-${randomBytes(3).toString('hex')}`
 const SA = 'helmrelease-trigger'
 
-interface RbacObject {
-  readonly kind: string
-  readonly metadata: { name: string }
-  readonly rules?: V1PolicyRule[]
-  readonly roleRef?: { apiGroup: string; kind: string; name: string }
-  readonly subjects?: { kind: string; name: string; namespace?: string }[]
-}
-
-function shipped(): { role: RbacObject; binding: RbacObject } {
-  const objects = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'rbac', 'drift-clusterrole.yaml'), 'utf8')).map((d) => d.toJS() as RbacObject)
-  const role = objects.find((o) => o.kind === 'ClusterRole')
-  const binding = objects.find((o) => o.kind === 'ClusterRoleBinding')
-  if (role === undefined || binding === undefined) throw new Error('drift-clusterrole.yaml needs a ClusterRole and a ClusterRoleBinding')
-  return { role, binding }
-}
-
-function grants(rules: readonly V1PolicyRule[]): string[] {
-  return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
+/** deploy/rbac/drift-clusterrole.yaml's ClusterRole and its binding. */
+function shippedRole(): { role: RbacObject; binding: RbacObject } {
+  return { role: shipped('rbac/drift-clusterrole.yaml', 'ClusterRole'), binding: shipped('rbac/drift-clusterrole.yaml', 'ClusterRoleBinding') }
 }
 
 let serial = 0
 
 /** Binds the shipped ClusterRole (or `rules`) to a new ServiceAccount; returns its kubeconfig text once the grants are in effect. */
 async function identity(namespace: string, rules?: V1PolicyRule[]): Promise<string> {
-  const { role, binding } = shipped()
+  const { role, binding } = shippedRole()
   const granted = rules ?? role.rules ?? []
   // A ServiceAccount per identity: bindings add up, so a reduced role needs an account of its own.
   const account = `${SA}-${serial}`
@@ -92,7 +74,7 @@ describe('deploy/rbac/drift-clusterrole.yaml', () => {
   })
 
   it('grants reads, the correction writes and nothing else; no wildcard', () => {
-    const g = grants(shipped().role.rules ?? [])
+    const g = grants(shippedRole().role.rules ?? [])
     expect(g.filter((x) => !x.endsWith(':get'))).toEqual(
       [
         'autoscaling/horizontalpodautoscalers:list',
@@ -103,8 +85,8 @@ describe('deploy/rbac/drift-clusterrole.yaml', () => {
         'helm.toolkit.fluxcd.io/helmreleases:watch',
       ].sort(),
     )
-    expect(JSON.stringify(shipped().role.rules)).not.toContain('*')
-    expect(shipped().binding.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: 'flux-system' }])
+    expect(JSON.stringify(shippedRole().role.rules)).not.toContain('*')
+    expect(shippedRole().binding.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: 'flux-system' }])
   })
 
   it('is enough to check every object of the release and to correct it', async () => {
@@ -123,7 +105,7 @@ describe('deploy/rbac/drift-clusterrole.yaml', () => {
   })
 
   it('without list on secrets: the release is not checked, and the message names the rule', async () => {
-    const kubeconfig = await identity(ns, without(shipped().role.rules ?? [], '', 'secrets', 'list'))
+    const kubeconfig = await identity(ns, without(shippedRole().role.rules ?? [], '', 'secrets', 'list'))
     const report = await drift(ns, kubeconfig, { 'drift-action': 'fail' })
     expect(report.releases[0]).toMatchObject({ state: ReleaseState.Error, reason: 'Forbidden' })
     expect(report.releases[0]?.message).toBe(
@@ -132,7 +114,7 @@ describe('deploy/rbac/drift-clusterrole.yaml', () => {
   })
 
   it('without get on a rendered kind: that object is not compared, naming the rule; the others are', async () => {
-    const kubeconfig = await identity(ns, without(shipped().role.rules ?? [], '', 'services', 'get'))
+    const kubeconfig = await identity(ns, without(shippedRole().role.rules ?? [], '', 'services', 'get'))
     const report = await drift(ns, kubeconfig)
     const [release] = report.releases
     expect(release).toMatchObject({ state: ReleaseState.Error, inSync: driftChartObjects('app').length - 1 })

@@ -4,14 +4,11 @@
 // then removed in turn to record what the action does without it.
 
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
-import { parseAllDocuments } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
-import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { grantsInEffect, without } from '../../test/support/rbac.ts'
+import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
 const cluster = useCluster()
@@ -23,33 +20,6 @@ const HR = 'helm.toolkit.fluxcd.io'
 const KS = 'kustomize.toolkit.fluxcd.io'
 
 // ---- the manifests as shipped -------------------------------------------------------------
-
-interface RbacObject {
-  readonly kind: string
-  readonly metadata: { name: string; namespace?: string }
-  readonly rules?: V1PolicyRule[]
-  readonly roleRef?: { apiGroup: string; kind: string; name: string }
-  readonly subjects?: { kind: string; name: string; namespace?: string }[]
-}
-
-function manifests(file: string): RbacObject[] {
-  const text = readFileSync(join(REPO_ROOT, 'deploy', 'rbac', file), 'utf8')
-  return parseAllDocuments(text).map((d) => {
-    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]?.message}`)
-    return d.toJS() as RbacObject
-  })
-}
-
-function only(objects: readonly RbacObject[], kind: string): RbacObject {
-  const found = objects.filter((o) => o.kind === kind)
-  if (found.length !== 1) throw new Error(`expected one ${kind}, found ${found.length}`)
-  return found[0] as RbacObject
-}
-
-/** (group, resource, verb) triples, sorted: what a role grants, comparable as a list. */
-function grants(rules: readonly V1PolicyRule[]): string[] {
-  return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
-}
 
 // ---- binding a role to a fresh ServiceAccount ---------------------------------------------
 
@@ -67,9 +37,8 @@ let serial = 0
  * replaced by `rules` when given) bound to a new ServiceAccount in `namespace`.
  */
 async function bindClusterRole(namespace: string, sa: string, file: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
-  const objects = manifests(file)
-  const role = only(objects, 'ClusterRole')
-  const binding = only(objects, 'ClusterRoleBinding')
+  const role = shipped(`rbac/${file}`, 'ClusterRole')
+  const binding = shipped(`rbac/${file}`, 'ClusterRoleBinding')
   const name = `${role.metadata.name}-${namespace}-${serial++}`
   const granted = rules ?? role.rules ?? []
   await rbac.createClusterRole({ body: { metadata: { name }, rules: granted } })
@@ -85,9 +54,8 @@ async function bindClusterRole(namespace: string, sa: string, file: string, rule
 
 /** Applies the namespaced Role + RoleBinding of trigger-role.yaml in `namespace`, bound to `sa`. */
 async function bindRole(namespace: string, sa: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
-  const objects = manifests('trigger-role.yaml')
-  const role = only(objects, 'Role')
-  const binding = only(objects, 'RoleBinding')
+  const role = shipped('rbac/trigger-role.yaml', 'Role')
+  const binding = shipped('rbac/trigger-role.yaml', 'RoleBinding')
   const granted = rules ?? role.rules ?? []
   await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role.metadata.name, namespace }, rules: granted } })
   await rbac.createNamespacedRoleBinding({
@@ -176,7 +144,7 @@ const SA = 'helmrelease-trigger'
 
 describe('deploy/rbac manifests', () => {
   it('grant exactly the calls trigger mode makes, and apply adds only patch and create on the sources', () => {
-    const trigger = grants(only(manifests('trigger-clusterrole.yaml'), 'ClusterRole').rules ?? [])
+    const trigger = grants(shipped('rbac/trigger-clusterrole.yaml', 'ClusterRole').rules ?? [])
     expect(trigger).toEqual(
       [
         `${HR}/helmreleases:get`,
@@ -189,14 +157,14 @@ describe('deploy/rbac manifests', () => {
         'core/events:create',
       ].sort(),
     )
-    expect(grants(only(manifests('trigger-role.yaml'), 'Role').rules ?? [])).toEqual(trigger)
-    expect(grants(only(manifests('trigger-apply-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual([
+    expect(grants(shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])).toEqual(trigger)
+    expect(grants(shipped('rbac/trigger-apply-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual([
       'core/configmaps:create',
       'core/configmaps:patch',
       'core/secrets:create',
       'core/secrets:patch',
     ])
-    expect(grants(only(manifests('discover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
+    expect(grants(shipped('rbac/discover-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual(
       [
         `${HR}/helmreleases:get`,
         `${HR}/helmreleases:list`,
@@ -207,7 +175,7 @@ describe('deploy/rbac manifests', () => {
         'core/secrets:list',
       ].sort(),
     )
-    expect(grants(only(manifests('recover-clusterrole.yaml'), 'ClusterRole').rules ?? [])).toEqual(
+    expect(grants(shipped('rbac/recover-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual(
       [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
     )
     for (const file of [
@@ -217,9 +185,9 @@ describe('deploy/rbac manifests', () => {
       'discover-clusterrole.yaml',
       'recover-clusterrole.yaml',
     ]) {
-      const objects = manifests(file)
-      const role = objects.find((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
-      const binding = objects.find((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+      const namespaced = file === 'trigger-role.yaml'
+      const role = shipped(`rbac/${file}`, namespaced ? 'Role' : 'ClusterRole')
+      const binding = shipped(`rbac/${file}`, namespaced ? 'RoleBinding' : 'ClusterRoleBinding')
       expect(binding?.roleRef).toMatchObject({ kind: role?.kind, name: role?.metadata.name })
       expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: 'flux-system' }])
       // No wildcard, no write verb beyond the ones named above.
@@ -269,7 +237,7 @@ describe('trigger with exactly trigger-clusterrole.yaml', () => {
 })
 
 describe('trigger with one verb removed from trigger-clusterrole.yaml', () => {
-  const base = (): V1PolicyRule[] => only(manifests('trigger-clusterrole.yaml'), 'ClusterRole').rules ?? []
+  const base = (): V1PolicyRule[] => shipped('rbac/trigger-clusterrole.yaml', 'ClusterRole').rules ?? []
 
   async function runWithout(
     prefix: string,
@@ -387,7 +355,7 @@ describe('apply: true', () => {
   })
 
   it('patch alone updates an existing ConfigMap; creating a missing one also needs create', async () => {
-    const applyRules = only(manifests('trigger-apply-clusterrole.yaml'), 'ClusterRole').rules ?? []
+    const applyRules = shipped('rbac/trigger-apply-clusterrole.yaml', 'ClusterRole').rules ?? []
     const patchOnly = without(without(applyRules, '', 'configmaps', 'create'), '', 'secrets', 'create')
 
     const existing = await scenario('rbac-apply-upd', { liveConfigMap: false })
@@ -491,7 +459,7 @@ async function discoverScenario(prefix: string): Promise<{ namespace: string; ot
 }
 
 describe('discover with exactly discover-clusterrole.yaml', () => {
-  const base = (): V1PolicyRule[] => only(manifests('discover-clusterrole.yaml'), 'ClusterRole').rules ?? []
+  const base = (): V1PolicyRule[] => shipped('rbac/discover-clusterrole.yaml', 'ClusterRole').rules ?? []
 
   it('labels the release that uses valuesFrom, with no Forbidden anywhere', async () => {
     const { namespace } = await discoverScenario('rbac-disc')
@@ -530,7 +498,7 @@ describe('discover with exactly discover-clusterrole.yaml', () => {
 })
 
 describe('recover with exactly recover-clusterrole.yaml', () => {
-  const base = (): V1PolicyRule[] => only(manifests('recover-clusterrole.yaml'), 'ClusterRole').rules ?? []
+  const base = (): V1PolicyRule[] => shipped('rbac/recover-clusterrole.yaml', 'ClusterRole').rules ?? []
 
   /** A release helm-controller has marked Ready=False (its chart source does not exist). */
   async function failing(prefix: string): Promise<string> {

@@ -4,15 +4,11 @@
 // without it: exit with one sentence naming the rule where it cannot serve, or go on with a
 // warning naming it where it can. watch-deploy.test.ts runs the shipped files unchanged.
 
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { CoordinationV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
-import { parseAllDocuments } from 'yaml'
 import { afterEach, describe, expect, it } from 'vitest'
 import { messageOf } from '../../src/errors.ts'
-import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { grantsInEffect, without } from '../../test/support/rbac.ts'
+import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { startWatch, type LogLine, type WatchHandle } from '../../test/support/watch.ts'
 
 const cluster = useCluster()
@@ -34,28 +30,8 @@ afterEach(async () => {
 
 // ---- the roles as shipped -------------------------------------------------------------------
 
-interface RbacObject {
-  readonly kind: string
-  readonly metadata: { name: string }
-  readonly rules?: V1PolicyRule[]
-  readonly roleRef?: { apiGroup: string; kind: string; name: string }
-  readonly subjects?: { kind: string; name: string; namespace?: string }[]
-}
-
-function manifest(file: string, kind: string): RbacObject {
-  const objects = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'watch', file), 'utf8')).map((d) => d.toJS() as RbacObject)
-  const found = objects.filter((o) => o.kind === kind)
-  if (found.length !== 1) throw new Error(`${file}: expected one ${kind}, found ${found.length}`)
-  return found[0] as RbacObject
-}
-
-const clusterRules = (): V1PolicyRule[] => manifest('clusterrole.yaml', 'ClusterRole').rules ?? []
-const leaseRules = (): V1PolicyRule[] => manifest('leader-election-role.yaml', 'Role').rules ?? []
-
-/** (group, resource, verb) triples, sorted: what a role grants, comparable as a list. */
-function grants(rules: readonly V1PolicyRule[]): string[] {
-  return rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort()
-}
+const clusterRules = (): V1PolicyRule[] => shipped('watch/clusterrole.yaml', 'ClusterRole').rules ?? []
+const leaseRules = (): V1PolicyRule[] => shipped('watch/leader-election-role.yaml', 'Role').rules ?? []
 
 /** Our one sentence for a refused request in `namespace`. */
 function forbidden(verb: string, resource: string, group: string, namespace: string, name?: string): string {
@@ -71,8 +47,8 @@ function forbidden(verb: string, resource: string, group: string, namespace: str
  * a kubeconfig for its token once every grant is in effect.
  */
 async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[] }): Promise<string> {
-  const role = manifest('clusterrole.yaml', 'ClusterRole')
-  const binding = manifest('clusterrole.yaml', 'ClusterRoleBinding')
+  const role = shipped('watch/clusterrole.yaml', 'ClusterRole')
+  const binding = shipped('watch/clusterrole.yaml', 'ClusterRoleBinding')
   const name = `${role.metadata.name}-${namespace}`
   const subjects = (binding.subjects ?? []).map((s) => ({ ...s, namespace }))
   await rbac.createClusterRole({ body: { metadata: { name }, rules: rules.cluster } })
@@ -80,8 +56,8 @@ async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; lea
     body: { metadata: { name }, roleRef: { ...(binding.roleRef ?? { apiGroup: '', kind: '', name: '' }), name }, subjects },
   })
   if (rules.leases !== undefined) {
-    const leaseRole = manifest('leader-election-role.yaml', 'Role')
-    const leaseBinding = manifest('leader-election-role.yaml', 'RoleBinding')
+    const leaseRole = shipped('watch/leader-election-role.yaml', 'Role')
+    const leaseBinding = shipped('watch/leader-election-role.yaml', 'RoleBinding')
     await rbac.createNamespacedRole({ namespace, body: { metadata: { name: leaseRole.metadata.name, namespace }, rules: rules.leases } })
     await rbac.createNamespacedRoleBinding({
       namespace,
@@ -204,7 +180,7 @@ describe('deploy/watch roles', () => {
         'core/events:create',
       ].sort(),
     )
-    expect(grants(manifest('role.yaml', 'Role').rules ?? [])).toEqual(grants(clusterRules()))
+    expect(grants(shipped('watch/role.yaml', 'Role').rules ?? [])).toEqual(grants(clusterRules()))
     expect(grants(leaseRules())).toEqual([`${LEASES}/leases:create`, `${LEASES}/leases:get`, `${LEASES}/leases:update`])
     expect(JSON.stringify([clusterRules(), leaseRules()])).not.toContain('*')
   })
