@@ -1,6 +1,8 @@
-// Lint: the recommended JavaScript and TypeScript rules over our sources and tests.
+// Lint: the recommended JavaScript and TypeScript rules over our sources and tests, and the
+// import direction of src/ (scripts/lint/layers.mjs; cycles are checked by scripts/lint/cycles.mjs).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import layers from './scripts/lint/layers.mjs'
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.cluster/', 'coverage/'] },
@@ -15,5 +17,10 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { layers },
+    rules: { 'layers/direction': 'error' },
   },
 )

@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config'
 
-// Unit tests never need a cluster. Integration and end-to-end tests share one
-// real local cluster started once by the global setup (test/support/global-setup.ts).
+// Unit tests are pure or run on fakes, in folders that mirror src/. Local tests use this
+// machine: real git, the bundle, the npm package, the product files. Integration and
+// end-to-end tests share one real local cluster started once by the global setup
+// (test/support/global-setup.ts).
 export default defineConfig({
   test: {
     projects: [
@@ -9,6 +11,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['__tests__/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'local',
+          include: ['__tests__/local/**/*.test.ts'],
         },
       },
       {

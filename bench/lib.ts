@@ -89,7 +89,7 @@ export async function poll<T>(probe: () => Promise<T | undefined>, options: Poll
 }
 
 /** The engine's own bounded-concurrency map: the baselines run at the concurrency we do. */
-export { mapLimit } from '../src/concurrency.ts'
+export { mapLimit } from '../src/lib/concurrency.ts'
 
 // ---- child processes -------------------------------------------------------------------
 

@@ -5,13 +5,14 @@
 
 import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
-import { connect } from '../src/connect.ts'
-import { runDiscover } from '../src/discover.ts'
-import { createGitReader } from '../src/git.ts'
-import { parseInParallel } from '../src/parse-pool.ts'
-import { pathFilter, planChanges } from '../src/plan.ts'
+import { connect } from '../src/kube/connect.ts'
+import { runDiscover } from '../src/modes/discover/run.ts'
+import { createGitReader } from '../src/git/reader.ts'
+import { parseInParallel } from '../src/git/parse-pool.ts'
+import { pathFilter, planChanges } from '../src/core/plan.ts'
 import { parseSettings, type Settings } from '../src/settings.ts'
-import { planOptionsOf, preparePlan, runTrigger, systemClock, type Logger, type RunContext } from '../src/trigger.ts'
+import { planOptionsOf, preparePlan, runTrigger, type RunContext } from '../src/modes/trigger/pipeline.ts'
+import { systemClock, type Logger } from '../src/engine/ports.ts'
 
 export interface PlanJob {
   readonly kind: 'plan'

@@ -25,17 +25,17 @@ const shared = {
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 }
 
-const action = await build({ ...shared, metafile: true, entryPoints: ['src/index.ts'], outfile: join(outdir, 'index.js') })
+const action = await build({ ...shared, metafile: true, entryPoints: ['src/entry/index.ts'], outfile: join(outdir, 'index.js') })
 const cli = await build({
   ...shared,
   metafile: true,
-  entryPoints: ['src/cli-entry.ts'],
+  entryPoints: ['src/entry/cli-entry.ts'],
   outfile: join(outdir, 'cli.js'),
   banner: { js: `#!/usr/bin/env node\n${shared.banner.js}` },
 })
 
-// The plan's parse threads (src/parse-pool.ts) load it from next to index.js and cli.js.
-const parseWorker = await build({ ...shared, metafile: true, entryPoints: ['src/parse-worker.ts'], outfile: join(outdir, 'parse-worker.js') })
+// The plan's parse threads (src/git/parse-pool.ts) load it from next to index.js and cli.js.
+const parseWorker = await build({ ...shared, metafile: true, entryPoints: ['src/git/parse-worker.ts'], outfile: join(outdir, 'parse-worker.js') })
 
 writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile, parseWorker.metafile]))
 

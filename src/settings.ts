@@ -1,10 +1,11 @@
 // The one place inputs are read and validated. The action passes core.getInput, the CLI
 // passes its flags under the same names; both get the same typed, readonly Settings.
 
-import { parseDuration } from './duration.ts'
-import { ConfigurationError } from './errors.ts'
-import { isDnsLabel, isDnsSubdomain } from './keys.ts'
-import { parseIgnoreRule, type IgnoreRule } from './drift/path.ts'
+import { parseDuration } from './lib/duration.ts'
+import { ConfigurationError } from './lib/errors.ts'
+import { isDnsLabel, isDnsSubdomain } from './core/keys.ts'
+import { parseIgnoreRule, type IgnoreRule } from './core/field-path.ts'
+import { KUBECONFIG_ENCODINGS, type KubeconfigEncoding } from './kube/kubeconfig.ts'
 
 export const MODES = ['trigger', 'watch', 'discover', 'recover', 'drift'] as const
 export type Mode = (typeof MODES)[number]
@@ -15,8 +16,8 @@ export type FailOn = (typeof FAIL_ON)[number]
 export const DRIFT_ACTIONS = ['report', 'fail', 'correct'] as const
 export type DriftAction = (typeof DRIFT_ACTIONS)[number]
 
-export const KUBECONFIG_ENCODINGS = ['auto', 'plain', 'base64'] as const
-export type KubeconfigEncoding = (typeof KUBECONFIG_ENCODINGS)[number]
+// The kubeconfig adapter owns its encodings; the settings read them as an input.
+export { KUBECONFIG_ENCODINGS, type KubeconfigEncoding }
 
 export const LOG_FORMATS = ['text', 'json'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
@@ -86,7 +87,7 @@ export interface Settings {
   readonly recoverBackoffMs: number
   /** drift: report only, fail when anything drifted, or force an upgrade of each drifted release and check again. */
   readonly driftAction: DriftAction
-  /** drift: fields never reported, as [Kind/name/]path rules (see src/drift/path.ts). */
+  /** drift: fields never reported, as [Kind/name/]path rules (see src/core/field-path.ts). */
   readonly driftIgnore: readonly IgnoreRule[]
   /** drift: label selector of the HelmReleases to check; undefined checks all (in `namespaces`). */
   readonly selector: string | undefined

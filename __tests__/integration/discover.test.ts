@@ -4,10 +4,10 @@
 
 import { readFileSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
-import { runDiscover } from '../../src/discover.ts'
+import { runDiscover } from '../../src/modes/discover/run.ts'
 import { createClusterClient } from '../../src/kube/cluster.ts'
 import { parseSettings } from '../../src/settings.ts'
-import { mapLimit } from '../../src/concurrency.ts'
+import { mapLimit } from '../../src/lib/concurrency.ts'
 import { runAction } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { HELM_RELEASE, helmRelease } from '../../test/support/flux.ts'

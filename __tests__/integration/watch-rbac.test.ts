@@ -6,7 +6,7 @@
 
 import { CoordinationV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
 import { afterEach, describe, expect, it } from 'vitest'
-import { messageOf } from '../../src/errors.ts'
+import { messageOf } from '../../src/lib/errors.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { startWatch, type LogLine, type WatchHandle } from '../../test/support/watch.ts'

@@ -7,7 +7,7 @@
 
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { liveDigest } from '../../src/trigger.ts'
+import { liveDigest } from '../../src/core/digest.ts'
 import { startCluster, type LocalCluster } from '../../test/support/cluster.ts'
 import { HELM_RELEASE, helmRelease } from '../../test/support/flux.ts'
 import { sleep, waitFor } from '../../test/support/kube.ts'

@@ -2,8 +2,8 @@
 // refusal (a ConfigurationError naming the input and the value). Also the duration format.
 
 import { describe, expect, it } from 'vitest'
-import { formatDuration, parseDuration } from '../../src/duration.ts'
-import { ConfigurationError } from '../../src/errors.ts'
+import { formatDuration, parseDuration } from '../../src/lib/duration.ts'
+import { ConfigurationError } from '../../src/lib/errors.ts'
 import { DEFAULT_PATHS, DEFAULT_RECOVER_PATTERNS, FAIL_ON, KUBECONFIG_ENCODINGS, MODES, parseSettings, type Settings } from '../../src/settings.ts'
 
 /** An InputReader over a plain object; unset inputs read as '' like @actions/core's getInput. */

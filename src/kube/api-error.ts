@@ -2,7 +2,7 @@
 // how to fix it, and into our error kinds: retryable (network, 429, 5xx, 409) or not.
 
 import { ApiException } from '@kubernetes/client-node'
-import { ConfigurationError, TransientError, messageOf } from '../errors.ts'
+import { ConfigurationError, TransientError, messageOf } from '../lib/errors.ts'
 
 /** What we were doing, to name it in the message. */
 export interface Request {

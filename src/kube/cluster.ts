@@ -19,18 +19,13 @@ import {
   type ObservableMiddleware,
   type RequestContext,
 } from '@kubernetes/client-node'
-import type { ReleaseRef, SourceKind, SourceRef } from '../model.ts'
-import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
+import type { LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
+import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
 import { classify, orUndefined, type Request } from './api-error.ts'
-import { HELMRELEASE, toHelmRelease, type HelmRelease } from './helmrelease.ts'
+import { HELMRELEASE, toHelmRelease, type HelmRelease } from '../core/helmrelease.ts'
 
 /** The content of a live ConfigMap or Secret (Secret data still base64, as the API sends it). */
-export interface LiveSource {
-  readonly kind: SourceKind
-  readonly data: Readonly<Record<string, string>>
-  readonly binaryData: Readonly<Record<string, string>>
-  readonly labels: Readonly<Record<string, string>>
-}
+export type { LiveSource }
 
 /** A ConfigMap's or Secret's identity and metadata, as listed (content left out). */
 export interface SourceObject extends SourceRef {

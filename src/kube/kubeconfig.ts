@@ -7,8 +7,10 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
 import { parse } from 'yaml'
-import { ConfigurationError, messageOf } from '../errors.ts'
-import type { KubeconfigEncoding } from '../settings.ts'
+import { ConfigurationError, messageOf } from '../lib/errors.ts'
+
+export const KUBECONFIG_ENCODINGS = ['auto', 'plain', 'base64'] as const
+export type KubeconfigEncoding = (typeof KUBECONFIG_ENCODINGS)[number]
 
 export interface KubeconfigRequest {
   readonly kubeconfig: string | undefined

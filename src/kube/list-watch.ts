@@ -5,7 +5,7 @@
 // becomes GoneError: the caller must list again.
 
 import type { Request } from './api-error.ts'
-import { HELMRELEASE } from './helmrelease.ts'
+import { HELMRELEASE } from '../core/helmrelease.ts'
 import type { RawClient } from './raw-client.ts'
 
 export type WatchedResource = 'configmaps' | 'secrets' | 'helmreleases'

@@ -6,9 +6,9 @@
 // classified into one sentence as in cluster.ts.
 
 import { HttpMethod, KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node'
-import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../retry.ts'
+import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
 import { ApiMissingError, classify, NotFoundError, orUndefined, type Request } from './api-error.ts'
-import { HELMRELEASE } from './helmrelease.ts'
+import { HELMRELEASE } from '../core/helmrelease.ts'
 
 export type Json = Readonly<Record<string, unknown>>
 

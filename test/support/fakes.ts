@@ -2,12 +2,12 @@
 // They keep just enough state to behave like the real thing: resourceVersions that move,
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
-import type { GitReader } from '../../src/git.ts'
+import type { GitReader } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
-import { toHelmRelease, type HelmRelease } from '../../src/kube/helmrelease.ts'
-import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/model.ts'
-import type { Clock } from '../../src/trigger.ts'
+import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
+import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
+import type { Clock } from '../../src/engine/ports.ts'
 
 /** An in-memory commit history: each commit is a full snapshot of path → text. */
 export class FakeGit implements GitReader {

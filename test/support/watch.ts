@@ -3,10 +3,10 @@
 
 import { readFileSync } from 'node:fs'
 import { parseSettings } from '../../src/settings.ts'
-import { connectWatch } from '../../src/watch/connect.ts'
-import type { ElectionTiming } from '../../src/watch/leader.ts'
-import { createEventLog } from '../../src/watch/log.ts'
-import { runWatch, type WatchReport } from '../../src/watch/run.ts'
+import { connectWatch } from '../../src/kube/connect.ts'
+import type { ElectionTiming } from '../../src/modes/watch/leader.ts'
+import { createEventLog } from '../../src/modes/watch/log.ts'
+import { runWatch, type WatchReport } from '../../src/modes/watch/run.ts'
 import { waitFor } from './kube.ts'
 
 export interface LogLine {

@@ -1,0 +1,528 @@
+// Step 6: the pure judgement of one observed release (assess, lastSeen) and the waiter that
+// watches the releases, against a hand-written ClusterClient and a clock that never waits.
+
+import { describe, expect, it } from 'vitest'
+import { TransientError } from '../../../src/lib/errors.ts'
+import type { ClusterClient } from '../../../src/kube/cluster.ts'
+import { toHelmRelease, type HelmRelease } from '../../../src/core/helmrelease.ts'
+import type { Digest, PlannedRelease } from '../../../src/core/model.ts'
+import { assess, createOutcomeWaiter, lastSeen } from '../../../src/engine/outcome.ts'
+import { Status, type ReleaseResult } from '../../../src/engine/result.ts'
+import type { Clock, Logger } from '../../../src/engine/ports.ts'
+import type { Triggered } from '../../../src/engine/outcome.ts'
+
+const TOKEN = '2026-11-22T10:00:00.123000000Z'
+const OLD_TOKEN = '2026-11-21T09:00:00.000000000Z'
+const DIGEST: Digest = `sha256:${'a'.repeat(64)}`
+
+interface Revision {
+  readonly version: number
+  readonly status: string
+  readonly configDigest?: string
+}
+
+interface ReleaseState {
+  readonly namespace?: string
+  readonly name?: string
+  readonly generation?: number
+  readonly observedGeneration?: number
+  readonly lastHandledReconcileAt?: string
+  readonly lastHandledForceAt?: string
+  readonly lastHandledResetAt?: string
+  /** [status, reason, message] */
+  readonly ready?: readonly [string, string?, string?]
+  readonly reconciling?: readonly [string, string?]
+  readonly stalled?: boolean
+  readonly history?: readonly Revision[]
+}
+
+const DEPLOYED_1: Revision = { version: 1, status: 'deployed', configDigest: 'sha256:values-1' }
+const SUPERSEDED_1: Revision = { ...DEPLOYED_1, status: 'superseded' }
+const DEPLOYED_2: Revision = { version: 2, status: 'deployed', configDigest: 'sha256:values-2' }
+
+/** A HelmRelease as the API returns it, read through toHelmRelease like the engine does. */
+function hr(s: ReleaseState = {}): HelmRelease {
+  const conditions = [
+    ...(s.ready === undefined ? [] : [{ type: 'Ready', status: s.ready[0], reason: s.ready[1] ?? '', message: s.ready[2] ?? '' }]),
+    ...(s.reconciling === undefined ? [] : [{ type: 'Reconciling', status: s.reconciling[0], reason: 'Progressing', message: s.reconciling[1] ?? '' }]),
+    ...(s.stalled === true ? [{ type: 'Stalled', status: 'True', reason: 'RetriesExceeded', message: 'Failed to upgrade after 1 attempt(s)' }] : []),
+  ]
+  return toHelmRelease({
+    apiVersion: 'helm.toolkit.fluxcd.io/v2',
+    kind: 'HelmRelease',
+    metadata: { namespace: s.namespace ?? 'apps', name: s.name ?? 'app', uid: 'u', resourceVersion: '1', generation: s.generation ?? 2 },
+    spec: {},
+    status: {
+      observedGeneration: s.observedGeneration ?? s.generation ?? 2,
+      ...(s.lastHandledReconcileAt === undefined ? {} : { lastHandledReconcileAt: s.lastHandledReconcileAt }),
+      ...(s.lastHandledForceAt === undefined ? {} : { lastHandledForceAt: s.lastHandledForceAt }),
+      ...(s.lastHandledResetAt === undefined ? {} : { lastHandledResetAt: s.lastHandledResetAt }),
+      conditions,
+      history: (s.history ?? [DEPLOYED_1]).map((h) => ({ chartName: 'app', chartVersion: '1.0.0', ...h })),
+    },
+  })
+}
+
+function triggered(o: { namespace?: string; name?: string; force?: boolean; reset?: boolean; before?: HelmRelease; startedAt?: number } = {}): Triggered {
+  const planned: PlannedRelease = {
+    namespace: o.namespace ?? 'apps',
+    name: o.name ?? 'app',
+    sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }],
+  }
+  const before = o.before ?? hr({ namespace: planned.namespace, name: planned.name, lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded'] })
+  return { planned, release: before, before, token: TOKEN, force: o.force ?? false, reset: o.reset ?? false, startedAt: o.startedAt ?? 1_000 }
+}
+
+/** Handled by helm-controller: token seen, generation observed, Ready decided. */
+const handled = (s: ReleaseState): ReleaseState => ({
+  lastHandledReconcileAt: TOKEN,
+  ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0'],
+  ...s,
+})
+
+describe('assess', () => {
+  const pending: readonly (readonly [string, Triggered, ReleaseState])[] = [
+    ['token not yet handled', triggered(), { lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded'] }],
+    ['no token handled ever', triggered(), { ready: ['True'] }],
+    ['handled, but observedGeneration behind', triggered(), handled({ generation: 3, observedGeneration: 2, history: [DEPLOYED_2, SUPERSEDED_1] })],
+    ['handled, Reconciling=True', triggered(), handled({ reconciling: ['True', 'Running upgrade'], history: [DEPLOYED_2, SUPERSEDED_1] })],
+    ['handled, Ready=Unknown', triggered(), handled({ ready: ['Unknown', 'Progressing', 'Reconciliation in progress'] })],
+    ['handled, no Ready condition yet', triggered(), { lastHandledReconcileAt: TOKEN }],
+    ['forceAt sent, not yet handled', triggered({ force: true }), handled({ lastHandledForceAt: OLD_TOKEN, history: [DEPLOYED_2, SUPERSEDED_1] })],
+    ['forceAt sent, never handled', triggered({ force: true }), handled({ history: [DEPLOYED_2, SUPERSEDED_1] })],
+    [
+      'resetAt sent, not yet handled',
+      triggered({ reset: true }),
+      handled({ lastHandledResetAt: OLD_TOKEN, ready: ['False', 'RetriesExceeded', 'old failure'] }),
+    ],
+    ['force and reset sent, only force handled', triggered({ force: true, reset: true }), handled({ lastHandledForceAt: TOKEN })],
+  ]
+
+  it.each(pending)('%s → undefined (keep waiting)', (_, t, state) => {
+    expect(assess(t, hr(state), 5_000)).toBeUndefined()
+  })
+
+  const base = { namespace: 'apps', name: 'app', sources: triggered().planned.sources, token: TOKEN, durationMs: 4_000 }
+
+  const done: readonly (readonly [string, Triggered, ReleaseState, ReleaseResult])[] = [
+    [
+      'Ready=False → Failed with helm-controller’s reason and message',
+      triggered(),
+      handled({
+        ready: ['False', 'UpgradeFailed', "Helm upgrade failed for release apps/app with chart app@1.0.0: values don't meet the specifications of the schema"],
+        history: [{ version: 2, status: 'failed' }, DEPLOYED_1],
+      }),
+      {
+        ...base,
+        status: Status.Failed,
+        reason: 'UpgradeFailed',
+        message: "Helm upgrade failed for release apps/app with chart app@1.0.0: values don't meet the specifications of the schema",
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'error',
+      },
+    ],
+    [
+      'Ready=False without reason or message → Failed NotReady',
+      triggered(),
+      handled({ ready: ['False'] }),
+      { ...base, status: Status.Failed, reason: 'NotReady', message: 'Ready=False', revisionBefore: 1, revisionAfter: 1, severity: 'error' },
+    ],
+    [
+      'Ready=False wins over a deployed new revision',
+      triggered(),
+      handled({ ready: ['False', 'TestFailed', 'helm test failed'], history: [DEPLOYED_2, SUPERSEDED_1] }),
+      { ...base, status: Status.Failed, reason: 'TestFailed', message: 'helm test failed', revisionBefore: 1, revisionAfter: 2, severity: 'error' },
+    ],
+    [
+      'new revision deployed → Upgraded with revisions before and after',
+      triggered(),
+      handled({ history: [DEPLOYED_2, SUPERSEDED_1] }),
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'none',
+      },
+    ],
+    [
+      'new revision, Ready without reason or message → Upgraded with defaults',
+      triggered(),
+      handled({ ready: ['True'], history: [DEPLOYED_2, SUPERSEDED_1] }),
+      { ...base, status: Status.Upgraded, reason: 'UpgradeSucceeded', message: 'revision 2 deployed', revisionBefore: 1, revisionAfter: 2, severity: 'none' },
+    ],
+    [
+      'first install (no revision before) → Upgraded',
+      triggered({ before: hr({ ready: ['False', 'InstallFailed'], history: [] }) }),
+      handled({ ready: ['True', 'InstallSucceeded', 'Helm install succeeded'], history: [{ version: 1, status: 'deployed' }] }),
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'InstallSucceeded',
+        message: 'Helm install succeeded',
+        revisionBefore: undefined,
+        revisionAfter: 1,
+        severity: 'none',
+      },
+    ],
+    [
+      'same revision, new configDigest → Upgraded',
+      triggered(),
+      handled({ history: [{ ...DEPLOYED_1, configDigest: 'sha256:values-2' }] }),
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 1,
+        severity: 'none',
+      },
+    ],
+    [
+      'same revision and configDigest → Unchanged',
+      triggered(),
+      handled({ history: [DEPLOYED_1] }),
+      {
+        ...base,
+        status: Status.Unchanged,
+        reason: 'Unchanged',
+        message: 'reconciled; values unchanged, no new Helm revision',
+        revisionBefore: 1,
+        revisionAfter: 1,
+        severity: 'none',
+      },
+    ],
+    [
+      'latest history entry not deployed → Failed NotDeployed',
+      triggered(),
+      handled({ history: [{ version: 2, status: 'pending-upgrade' }, DEPLOYED_1] }),
+      {
+        ...base,
+        status: Status.Failed,
+        reason: 'NotDeployed',
+        message: 'latest Helm release is pending-upgrade, not deployed',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'error',
+      },
+    ],
+    [
+      'no history at all → Failed NotDeployed',
+      triggered(),
+      handled({ history: [] }),
+      {
+        ...base,
+        status: Status.Failed,
+        reason: 'NotDeployed',
+        message: 'latest Helm release is missing, not deployed',
+        revisionBefore: 1,
+        revisionAfter: undefined,
+        severity: 'error',
+      },
+    ],
+    [
+      'force and reset both handled → judged',
+      triggered({ force: true, reset: true }),
+      handled({ lastHandledForceAt: TOKEN, lastHandledResetAt: TOKEN, history: [DEPLOYED_2, SUPERSEDED_1] }),
+      {
+        ...base,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'none',
+      },
+    ],
+  ]
+
+  it.each(done)('%s', (_, t, state, expected) => {
+    expect(assess(t, hr(state), 5_000)).toEqual(expected)
+  })
+
+  it('calls Ready=False Failed although Reconciling stays True while helm-controller retries on its own', () => {
+    const state = handled({ ready: ['False', 'UpgradeFailed', 'Helm upgrade failed: values rejected'], reconciling: ['True', "Running 'upgrade' action"] })
+    expect(assess(triggered(), hr(state), 5_000)).toMatchObject({
+      status: Status.Failed,
+      reason: 'UpgradeFailed',
+      message: 'Helm upgrade failed: values rejected (helm-controller keeps retrying; 0 failures so far)',
+    })
+    expect(assess(triggered(), hr({ ...state, stalled: true }), 5_000)?.message).toBe(
+      'Helm upgrade failed: values rejected (stalled: helm-controller will not retry until reset)',
+    )
+  })
+
+  it('waits while Ready=True but a Reconciling condition is still True', () => {
+    expect(assess(triggered(), hr(handled({ reconciling: ['True', 'Running upgrade'], history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toBeUndefined()
+  })
+
+  it('ignores a Reconciling condition that is False', () => {
+    expect(assess(triggered(), hr(handled({ reconciling: ['False'], history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)?.status).toBe(Status.Upgraded)
+  })
+})
+
+describe('lastSeen', () => {
+  it.each([
+    ['never seen', undefined, 'release not seen since the patch'],
+    ['token not handled, no Ready', hr({}), `lastHandledReconcileAt=none (waiting for ${TOKEN}); no Ready condition`],
+    [
+      'older token handled, Ready=True',
+      hr({ lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded'] }),
+      `lastHandledReconcileAt=${OLD_TOKEN} (waiting for ${TOKEN}); Ready=True UpgradeSucceeded: Helm upgrade succeeded`,
+    ],
+    [
+      'token handled, still reconciling',
+      hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown', 'Progressing', 'Running upgrade'], reconciling: ['True', 'Running upgrade action'] }),
+      'token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action',
+    ],
+    ['Ready without reason or message', hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown'] }), 'token handled; Ready=Unknown'],
+  ] as const)('%s', (_, live, expected) => {
+    expect(lastSeen(triggered(), live)).toBe(expected)
+  })
+})
+
+// ---- The waiter ------------------------------------------------------------------------
+
+/** One watch connection: what the server sends, then how it ends. */
+type Session = { readonly send: readonly HelmRelease[]; readonly then: 'end' | 'hold' } | { readonly fail: Error }
+
+/**
+ * A ClusterClient whose watches play scripted sessions per namespace, one per call; the last
+ * session repeats (a server that keeps ending the watch the same way). 'hold' keeps the watch
+ * open until the caller aborts it, as the real one does.
+ */
+class ScriptedCluster implements ClusterClient {
+  readonly server = 'https://fake.invalid:6443'
+  readonly watchCalls: string[] = []
+  readonly aborted: string[] = []
+  private readonly scripts: Map<string, readonly Session[]>
+
+  constructor(scripts: Readonly<Record<string, readonly Session[]>>) {
+    this.scripts = new Map(Object.entries(scripts))
+  }
+
+  async watchReleases(namespace: string, onRelease: (release: HelmRelease) => void, signal: AbortSignal): Promise<void> {
+    const sessions = this.scripts.get(namespace) ?? [{ send: [], then: 'end' }]
+    const calls = this.watchCalls.filter((n) => n === namespace).length
+    this.watchCalls.push(namespace)
+    const session = sessions[Math.min(calls, sessions.length - 1)]
+    if (session === undefined) throw new Error(`no session scripted for ${namespace}`)
+    await Promise.resolve()
+    if ('fail' in session) throw session.fail
+    for (const release of session.send) {
+      if (signal.aborted) break
+      onRelease(release)
+    }
+    if (session.then === 'hold' && !signal.aborted) {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+    }
+    if (signal.aborted) this.aborted.push(namespace)
+  }
+
+  getRelease(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  listReleases(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  patchRelease(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  getSource(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  listSources(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  applyObject(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  getKustomizationRevision(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+  recordEvent(): never {
+    throw new Error('not used by the outcome waiter')
+  }
+}
+
+/** Time moves only when someone sleeps; sleeping returns at once. */
+class FakeClock implements Clock {
+  readonly sleeps: number[] = []
+  constructor(private time: number) {}
+  now(): number {
+    return this.time
+  }
+  async sleep(ms: number): Promise<void> {
+    this.sleeps.push(ms)
+    this.time += ms
+  }
+}
+
+class RecordingLog implements Logger {
+  readonly infos: string[] = []
+  readonly warnings: string[] = []
+  info(message: string): void {
+    this.infos.push(message)
+  }
+  warning(message: string): void {
+    this.warnings.push(message)
+  }
+}
+
+const START = 10_000
+const TIMEOUT = 5_000
+
+async function waitFor(cluster: ScriptedCluster, ts: readonly Triggered[]) {
+  const clock = new FakeClock(START)
+  const log = new RecordingLog()
+  const results = await createOutcomeWaiter({ clock, log }).wait(cluster, ts, START + TIMEOUT)
+  return { results, clock, log }
+}
+
+const NOT_HANDLED = hr({ lastHandledReconcileAt: OLD_TOKEN, ready: ['True', 'UpgradeSucceeded', 'Helm upgrade succeeded for release apps/app.v1'] })
+const RECONCILING = hr({ lastHandledReconcileAt: TOKEN, ready: ['Unknown', 'Progressing', 'Running upgrade'], reconciling: ['True', 'Running upgrade action'] })
+const UPGRADED = hr(handled({ history: [DEPLOYED_2, SUPERSEDED_1] }))
+
+describe('createOutcomeWaiter', () => {
+  it('reports Upgraded once the watch shows the token handled, and closes the watch', async () => {
+    const cluster = new ScriptedCluster({ apps: [{ send: [NOT_HANDLED, RECONCILING, UPGRADED], then: 'hold' }] })
+    const t = triggered({ startedAt: START - 2_000 })
+    const { results, clock, log } = await waitFor(cluster, [t])
+    expect(results).toEqual([
+      {
+        namespace: 'apps',
+        name: 'app',
+        sources: t.planned.sources,
+        token: TOKEN,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'Helm upgrade succeeded for release apps/app.v2 with chart app@1.0.0',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        durationMs: 2_000,
+        severity: 'none',
+      },
+    ])
+    expect(cluster.watchCalls).toEqual(['apps'])
+    expect(cluster.aborted).toEqual(['apps'])
+    expect(clock.sleeps).toEqual([])
+    expect(log.warnings).toEqual([])
+  })
+
+  it('reports TimedOut, naming what was last seen, when helm-controller never handles the token', async () => {
+    const cluster = new ScriptedCluster({ apps: [{ send: [NOT_HANDLED], then: 'end' }] })
+    const t = triggered({ startedAt: START })
+    const { results, clock } = await waitFor(cluster, [t])
+    expect(results).toEqual([
+      {
+        namespace: 'apps',
+        name: 'app',
+        sources: t.planned.sources,
+        token: TOKEN,
+        status: Status.TimedOut,
+        reason: 'TimedOut',
+        message: `helm-controller did not finish within the timeout; last seen: lastHandledReconcileAt=${OLD_TOKEN} (waiting for ${TOKEN}); Ready=True UpgradeSucceeded: Helm upgrade succeeded for release apps/app.v1`,
+        revisionBefore: 1,
+        revisionAfter: 1,
+        durationMs: TIMEOUT,
+        severity: 'error',
+      },
+    ])
+    // A watch the server ends at once is re-opened after a pause, never in a hot loop, until the deadline.
+    expect(clock.now()).toBe(START + TIMEOUT)
+    expect(clock.sleeps.every((ms) => ms === 250)).toBe(true)
+    expect(cluster.watchCalls).toHaveLength(TIMEOUT / 250)
+  })
+
+  it('times out with what the last replay showed while the release keeps reconciling', async () => {
+    const cluster = new ScriptedCluster({ apps: [{ send: [RECONCILING], then: 'end' }] })
+    const { results } = await waitFor(cluster, [triggered()])
+    expect(results[0]?.status).toBe(Status.TimedOut)
+    expect(results[0]?.message).toBe(
+      'helm-controller did not finish within the timeout; last seen: token handled; Ready=Unknown Progressing: Running upgrade; Reconciling: Running upgrade action',
+    )
+  })
+
+  it('says the release was never seen when the watch never shows it', async () => {
+    const stranger = hr({ name: 'other', lastHandledReconcileAt: TOKEN, ready: ['True'] })
+    const cluster = new ScriptedCluster({ apps: [{ send: [stranger], then: 'end' }] })
+    const { results } = await waitFor(cluster, [triggered()])
+    expect(results[0]).toMatchObject({
+      status: Status.TimedOut,
+      revisionBefore: 1,
+      revisionAfter: undefined,
+      message: 'helm-controller did not finish within the timeout; last seen: release not seen since the patch',
+    })
+  })
+
+  it('re-opens a watch the server keeps ending until the release is handled', async () => {
+    const cluster = new ScriptedCluster({
+      apps: [
+        { send: [], then: 'end' },
+        { send: [NOT_HANDLED], then: 'end' },
+        { send: [RECONCILING], then: 'end' },
+        { send: [UPGRADED], then: 'end' },
+      ],
+    })
+    const { results, clock, log } = await waitFor(cluster, [triggered({ startedAt: START })])
+    expect(results.map((r) => [r.status, r.revisionBefore, r.revisionAfter, r.durationMs])).toEqual([[Status.Upgraded, 1, 2, 750]])
+    expect(cluster.watchCalls).toEqual(['apps', 'apps', 'apps', 'apps'])
+    expect(clock.sleeps).toEqual([250, 250, 250])
+    expect(log.warnings).toEqual([])
+  })
+
+  it('retries a watch that fails, with a warning and a backoff, then sees the outcome', async () => {
+    const cluster = new ScriptedCluster({
+      apps: [{ fail: new TransientError('Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)') }, { send: [UPGRADED], then: 'hold' }],
+    })
+    const { results, clock, log } = await waitFor(cluster, [triggered({ startedAt: START })])
+    expect(results.map((r) => [r.status, r.reason, r.durationMs])).toEqual([[Status.Upgraded, 'UpgradeSucceeded', 500]])
+    expect(cluster.watchCalls).toEqual(['apps', 'apps'])
+    expect(clock.sleeps).toEqual([500])
+    expect(log.warnings).toEqual([
+      'watching HelmReleases in apps failed (Cannot reach the Kubernetes API server https://fake.invalid:6443 (ECONNRESET)); retrying',
+    ])
+  })
+
+  it('backs off exponentially while the watch keeps failing, and never sleeps past the deadline', async () => {
+    const cluster = new ScriptedCluster({ apps: [{ fail: new Error('connection refused') }] })
+    const { results, clock, log } = await waitFor(cluster, [triggered({ startedAt: START })])
+    expect(results[0]?.status).toBe(Status.TimedOut)
+    expect(results[0]?.message).toBe('helm-controller did not finish within the timeout; last seen: release not seen since the patch')
+    // 500 + 1000 + 2000 = 3500; the next 4000 is cut to the 1500 left.
+    expect(clock.sleeps).toEqual([500, 1_000, 2_000, 1_500])
+    expect(clock.now()).toBe(START + TIMEOUT)
+    expect(log.warnings).toHaveLength(4)
+  })
+
+  it('waits on each namespace and returns the results in the order of the triggered releases', async () => {
+    const infraUpgraded = hr({ namespace: 'infra', name: 'ingress', ...handled({ history: [DEPLOYED_1] }) })
+    const failed = hr({
+      name: 'api',
+      ...handled({ ready: ['False', 'UpgradeFailed', 'timed out waiting for the condition'], history: [{ version: 2, status: 'failed' }, DEPLOYED_1] }),
+    })
+    const cluster = new ScriptedCluster({
+      apps: [{ send: [UPGRADED, failed], then: 'hold' }],
+      infra: [{ send: [infraUpgraded], then: 'hold' }],
+    })
+    const ts = [triggered({ name: 'app' }), triggered({ namespace: 'infra', name: 'ingress' }), triggered({ name: 'api' })]
+    const { results } = await waitFor(cluster, ts)
+    expect(results.map((r) => [`${r.namespace}/${r.name}`, r.status, r.reason])).toEqual([
+      ['apps/app', Status.Upgraded, 'UpgradeSucceeded'],
+      ['infra/ingress', Status.Unchanged, 'Unchanged'],
+      ['apps/api', Status.Failed, 'UpgradeFailed'],
+    ])
+    expect([...cluster.watchCalls].sort()).toEqual(['apps', 'infra'])
+  })
+
+  it('does not watch at all when nothing was triggered', async () => {
+    const cluster = new ScriptedCluster({})
+    const { results } = await waitFor(cluster, [])
+    expect(results).toEqual([])
+    expect(cluster.watchCalls).toEqual([])
+  })
+})

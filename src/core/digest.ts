@@ -1,0 +1,209 @@
+// The content digest of a ConfigMap/Secret. The same function runs on a manifest from git
+// and on the live object read from the API: equal digests mean the cluster has the commit's
+// content. SHA-256 over canonical JSON that keeps keys, values, `data` and `binaryData` apart,
+// so two different objects cannot encode to the same bytes (Reloader's `k=v;` join can).
+
+import { hash } from 'node:crypto'
+import { isMap, isSeq, parseAllDocuments } from 'yaml'
+import { duplicateKeyOffsets } from './yaml-keys.ts'
+import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
+import type { Digest, LiveSource } from './model.ts'
+
+/** What the digest covers: `data` as text, `binaryData` as base64 (as the API returns it). */
+export interface DigestContent {
+  readonly data?: Readonly<Record<string, string>>
+  readonly binaryData?: Readonly<Record<string, string>>
+}
+
+export interface DigestOptions {
+  /** Canonicalise YAML/JSON mapping and sequence values, so comment/format-only edits compare equal. */
+  readonly semantic: boolean
+}
+
+export function digestOf(content: DigestContent, options: DigestOptions): Digest {
+  const encode = options.semantic ? semanticValue : textValue
+  const canonical = JSON.stringify([
+    ['data', sortedEntries(content.data).map(([key, value]) => [key, ...encode(value)])],
+    ['binaryData', sortedEntries(content.binaryData).map(([key, value]) => [key, canonicalBase64(value)])],
+  ])
+  return `sha256:${hash('sha256', canonical, 'hex')}`
+}
+
+/** A ConfigMap (from git or the API) as digest content. */
+export function contentOfConfigMap(configMap: DigestContent): DigestContent {
+  return { data: configMap.data ?? {}, binaryData: configMap.binaryData ?? {} }
+}
+
+export interface SecretContent {
+  /** base64, as in a manifest and as the API returns it. */
+  readonly data?: Readonly<Record<string, string>>
+  /** Plain text; the apiserver folds it into `data`, winning per key. */
+  readonly stringData?: Readonly<Record<string, string>>
+}
+
+/**
+ * A Secret as digest content. Decoded values that are valid UTF-8 count as text (`data`), others
+ * as bytes (`binaryData`): a git Secret written with `stringData` and the live Secret (only
+ * base64 `data`) then give the same digest.
+ */
+export function contentOfSecret(secret: SecretContent): DigestContent {
+  const text = new Map<string, string>()
+  const bytes = new Map<string, string>()
+  for (const [key, base64] of Object.entries(secret.data ?? {})) {
+    const decoded = Buffer.from(base64, 'base64')
+    const asText = utf8Text(decoded)
+    if (asText === null) bytes.set(key, decoded.toString('base64'))
+    else text.set(key, asText)
+  }
+  for (const [key, value] of Object.entries(secret.stringData ?? {})) {
+    bytes.delete(key)
+    text.set(key, value)
+  }
+  return { data: Object.fromEntries(text), binaryData: Object.fromEntries(bytes) }
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+function utf8Text(bytes: Uint8Array): string | null {
+  try {
+    return STRICT_UTF8.decode(bytes)
+  } catch {
+    return null
+  }
+}
+
+function sortedEntries(record: Readonly<Record<string, string>> | undefined): [string, string][] {
+  return Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** Same bytes, same text: line-wrapped or differently padded base64 is normalised. */
+function canonicalBase64(base64: string): string {
+  return Buffer.from(base64, 'base64').toString('base64')
+}
+
+// The tag keeps a verbatim value and a canonicalised one apart.
+type EncodedValue = readonly ['text' | 'yaml', string]
+
+function textValue(value: string): EncodedValue {
+  return ['text', value]
+}
+
+function semanticValue(value: string): EncodedValue {
+  const canonical = memoised(value)
+  return canonical === null ? ['text', value] : ['yaml', canonical]
+}
+
+// A commit usually changes one key of a ConfigMap: the base and head digests then share most
+// values, and a value is parsed once. Bounded, so a long-running watch does not grow it forever.
+const MEMO_MAX_CHARS = 16 * 1024 * 1024
+const MEMO_MAX_VALUE = 256 * 1024
+const memo = new Map<string, string | null>()
+let memoChars = 0
+
+function memoised(value: string): string | null {
+  const known = memo.get(value)
+  if (known !== undefined) return known
+  const canonical = canonicalYaml(value)
+  if (value.length <= MEMO_MAX_VALUE) {
+    if (memoChars > MEMO_MAX_CHARS) {
+      memo.clear()
+      memoChars = 0
+    }
+    memo.set(value, canonical)
+    memoChars += value.length + (canonical?.length ?? 0)
+  }
+  return canonical
+}
+
+// Helm reads values with YAML 1.1 rules (sigs.k8s.io/yaml), so `yes` is a boolean there and
+// must not compare equal to "yes". Go's YAML has no base-60 numbers: keep `1:20` a string.
+const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+  version: '1.1',
+  // Warnings would print the value's text to stderr: values may be secrets.
+  logLevel: 'error',
+  intAsBigInt: true,
+  // Checked in linear time by duplicateKeyOffsets (the library's check is quadratic).
+  uniqueKeys: false,
+  prettyErrors: false,
+  customTags: (tags) => tags.filter((tag) => typeof tag === 'string' || tag.format !== 'TIME'),
+}
+const MAX_ALIASES = 100
+// A mapping needs '{' or ':' before a space or line end, a sequence '[' or '-' likewise; most
+// scalars (names, URLs, numbers) skip the parser.
+const MAY_BE_COLLECTION = /[{[]|[:-](?:\s|$)/
+
+/**
+ * Canonical JSON of a value that is exactly one YAML/JSON mapping or sequence, else null (kept
+ * verbatim): scalars matter as written to a `targetPath` consumer, and anything unusual
+ * (errors, several documents, timestamps, binary, sets, alias bombs) is not worth the risk
+ * of calling two different values equal.
+ */
+function canonicalYaml(text: string): string | null {
+  if (!MAY_BE_COLLECTION.test(text)) return null
+  try {
+    const docs = parseAllDocuments(text, VALUE_PARSE_OPTIONS)
+    const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined
+    if (doc === undefined || doc.errors.length > 0 || doc.warnings.length > 0 || duplicateKeyOffsets(doc).length > 0) return null
+    if (!isMap(doc.contents) && !isSeq(doc.contents)) return null
+    return canonicalJson(doc.toJS({ maxAliasCount: MAX_ALIASES }))
+  } catch {
+    // Alias bombs, stack depth: keep the value verbatim.
+    return null
+  }
+}
+
+/** JSON with sorted keys; null when the value holds something plain JSON cannot say exactly. */
+function canonicalJson(value: unknown): string | null {
+  if (value === null) return 'null'
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value)
+    case 'number':
+      if (!Number.isFinite(value)) return null
+      return Object.is(value, -0) ? '-0' : JSON.stringify(value)
+    case 'bigint':
+      return value.toString()
+    case 'object':
+      if (Array.isArray(value)) return canonicalArray(value)
+      return isPlainObject(value) ? canonicalObject(value) : null
+    default:
+      return null
+  }
+}
+
+function canonicalArray(items: readonly unknown[]): string | null {
+  const parts: string[] = []
+  for (const item of items) {
+    const part = canonicalJson(item)
+    if (part === null) return null
+    parts.push(part)
+  }
+  return `[${parts.join(',')}]`
+}
+
+function canonicalObject(object: Readonly<Record<string, unknown>>): string | null {
+  const parts: string[] = []
+  for (const key of Object.keys(object).sort()) {
+    const part = canonicalJson(object[key])
+    if (part === null) return null
+    parts.push(`${JSON.stringify(key)}:${part}`)
+  }
+  return `{${parts.join(',')}}`
+}
+
+function isPlainObject(value: object): value is Readonly<Record<string, unknown>> {
+  const proto: unknown = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** The digest of a live ConfigMap or Secret, as the API returned it. */
+export function liveDigest(live: LiveSource, semantic: boolean): Digest {
+  const content = live.kind === 'Secret' ? contentOfSecret({ data: live.data }) : contentOfConfigMap({ data: live.data, binaryData: live.binaryData })
+  return digestOf(content, { semantic })
+}
+
+/** A digest's first 12 hex characters, for messages. */
+export function short(digest: string): string {
+  return digest.replace(/^sha256:/, '').slice(0, 12)
+}

@@ -1,0 +1,141 @@
+// Domain types shared by the planner, the engine and the reports.
+// Everything here is plain data: no I/O, no classes.
+
+/** The two kinds of object whose content feeds HelmRelease values. */
+export type SourceKind = 'ConfigMap' | 'Secret'
+
+/** "ConfigMap/<namespace>/<name>": the key used in `<prefix>/config-digest`. */
+export type SourceId = `${SourceKind}/${string}/${string}`
+
+export interface SourceRef {
+  readonly kind: SourceKind
+  readonly namespace: string
+  readonly name: string
+}
+
+export interface ReleaseRef {
+  readonly namespace: string
+  readonly name: string
+}
+
+/** "sha256:<64 hex>" */
+export type Digest = `sha256:${string}`
+
+export type Severity = 'error' | 'warning' | 'notice'
+
+/** Something wrong (or worth saying) about one file. Reported; never stops the other files. */
+export interface FileProblem {
+  readonly severity: Severity
+  /** Repository-relative path, forward slashes. */
+  readonly file: string
+  /** 1-based line, when known. */
+  readonly line?: number
+  readonly message: string
+}
+
+/** Where a document was found. */
+export interface Origin {
+  readonly file: string
+  readonly line: number
+}
+
+/** Why a source triggers a release. */
+export type TargetReason =
+  | 'annotation' // <prefix>/helmreleases-name on a labelled source
+  | 'valuesFrom' // the release's spec.valuesFrom names the source (discover)
+
+/** A ConfigMap/Secret manifest as parsed from a file. */
+export interface SourceManifest extends SourceRef {
+  readonly origin: Origin
+  /** Carries `<prefix>/helmrelease-trigger-operator: "true"` or `reconcile.fluxcd.io/watch: Enabled`. */
+  readonly labelled: boolean
+  /** Targets named by `<prefix>/helmreleases-name` (namespace resolved). */
+  readonly annotatedTargets: readonly ReleaseRef[]
+  /** SOPS-encrypted: the git content never equals the live content. */
+  readonly encrypted: boolean
+  /** Digest of data/binaryData (stringData folded in for Secrets). */
+  readonly digest: Digest
+}
+
+/** One `spec.valuesFrom` entry of a HelmRelease. */
+export interface ValuesReference {
+  readonly kind: SourceKind
+  readonly name: string
+  readonly optional: boolean
+}
+
+/** A HelmRelease as seen in a repository manifest or in the cluster. */
+export interface ReleaseManifest extends ReleaseRef {
+  /** Absent for releases read from the cluster. */
+  readonly origin?: Origin
+  readonly valuesFrom: readonly ValuesReference[]
+}
+
+export type SourceChange = 'added' | 'modified' | 'deleted'
+
+/** A source whose content changed in the range (or every labelled source under full-sync). */
+export interface PlannedSource extends SourceRef {
+  readonly id: SourceId
+  readonly change: SourceChange
+  /** Digest at head; absent for deleted sources. */
+  readonly digest?: Digest
+  /** Digest at base; absent for added sources and under full-sync. */
+  readonly previousDigest?: Digest
+  readonly encrypted: boolean
+  readonly origin: Origin
+  readonly targets: readonly PlannedTarget[]
+}
+
+export interface PlannedTarget extends ReleaseRef {
+  readonly reasons: readonly TargetReason[]
+}
+
+/** One entry per HelmRelease: every changed source it consumes, patched once. */
+export interface PlannedRelease extends ReleaseRef {
+  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly encrypted: boolean }[]
+}
+
+export interface Plan {
+  readonly sources: readonly PlannedSource[]
+  readonly releases: readonly PlannedRelease[]
+  readonly problems: readonly FileProblem[]
+}
+
+export function sourceId(ref: SourceRef): SourceId {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`
+}
+
+export function releaseKey(ref: ReleaseRef): string {
+  return `${ref.namespace}/${ref.name}`
+}
+
+/** A file's content at one commit, as the git reader hands it over (never followed, never decoded). */
+export type FileContent =
+  | { readonly type: 'file'; readonly bytes: Uint8Array }
+  | { readonly type: 'symlink'; readonly target: string }
+  /** Submodules and anything else that is not a blob. */
+  | { readonly type: 'other' }
+
+/** One file changed between base and head (renames are split into delete + add by the reader). */
+export interface FileChange {
+  readonly path: string
+  readonly status: 'added' | 'modified' | 'deleted'
+  /** Content at base; absent when added. */
+  readonly before?: FileContent
+  /** Content at head; absent when deleted. */
+  readonly after?: FileContent
+}
+
+/** A file present at head (used for HelmRelease discovery and kustomization namespaces). */
+export interface HeadFile {
+  readonly path: string
+  readonly content: FileContent
+}
+
+/** A ConfigMap or Secret as the API returned it. */
+export interface LiveSource {
+  readonly kind: SourceKind
+  readonly data: Readonly<Record<string, string>>
+  readonly binaryData: Readonly<Record<string, string>>
+  readonly labels: Readonly<Record<string, string>>
+}

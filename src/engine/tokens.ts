@@ -1,0 +1,9 @@
+// The requestedAt token: helm-controller acts on a value it has not handled yet, so each
+// patch carries a new one.
+
+/** RFC 3339 UTC with nanoseconds, like Go's time.RFC3339Nano; unique per call within a process. */
+export function newToken(now: Date, sequence: number): string {
+  const iso = now.toISOString() // 2026-11-22T10:00:00.123Z
+  const nanos = String(sequence % 1_000_000).padStart(6, '0')
+  return `${iso.slice(0, 23)}${nanos}Z`
+}

@@ -1,0 +1,130 @@
+// The GitHub Action entry: parse settings, run one mode, report, one catch → setFailed.
+
+import * as core from '@actions/core'
+import { connect, connectObjects } from '../kube/connect.ts'
+import { driftFailure, runDrift, type DriftReport } from '../modes/drift/run.ts'
+import { driftHeadline, driftOutput, driftSummary } from '../modes/drift/report.ts'
+import { discoverFailure, discoverHeadline, discoverSummary, findingText, runDiscover, type DiscoverReport } from '../modes/discover/run.ts'
+import { ConfigurationError, messageOf } from '../lib/errors.ts'
+import { createGitReader } from '../git/reader.ts'
+import { createOutcomeWaiter } from '../engine/outcome.ts'
+import { clusterRefused, readEvent } from '../git/range.ts'
+import { runRecover } from '../modes/recover/run.ts'
+import { formatDuration } from '../lib/duration.ts'
+import { runWatchProcess } from '../modes/watch/process.ts'
+import type { LogSink } from '../modes/watch/log.ts'
+import { failureOf, headline, outputsOf, summaryMarkdown } from '../modes/trigger/report.ts'
+import { cell } from '../lib/text.ts'
+import type { TriggerReport } from '../engine/result.ts'
+import { parseSettings, type Settings } from '../settings.ts'
+import { runTrigger } from '../modes/trigger/pipeline.ts'
+import { systemClock, type Logger } from '../engine/ports.ts'
+
+type Env = Readonly<Record<string, string | undefined>>
+
+export async function run(env: Env = process.env): Promise<void> {
+  try {
+    const settings = parseSettings((name) => core.getInput(name))
+    const log: Logger = { info: (m) => core.info(m), warning: (m) => core.warning(m) }
+    const cluster = async () => connect(settings, { env, mask: (s) => core.setSecret(s) })
+    const git = () => createGitReader({ cwd: env['GITHUB_WORKSPACE'] ?? process.cwd() })
+    const outcome = createOutcomeWaiter({ clock: systemClock, log })
+    const eventName = env['GITHUB_EVENT_NAME'] ?? 'push'
+    const event = await readEvent(env['GITHUB_EVENT_PATH'])
+    // A pull request runs code and inputs of its author: only trigger's plan and discover from git may run.
+    const refused = clusterRefused(eventName, event, settings.allowPullRequests)
+    if (refused !== undefined && settings.mode !== 'trigger' && !(settings.mode === 'discover' && settings.fromGit)) {
+      throw new ConfigurationError(`mode '${settings.mode}' needs the cluster, refused: ${refused}. Run it on push, schedule or workflow_dispatch.`)
+    }
+    switch (settings.mode) {
+      case 'trigger': {
+        const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        return await publish(await runTrigger(settings, context, { git: await git(), connect: cluster, clock: systemClock, log, outcome }), settings, env)
+      }
+      case 'recover':
+        return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)
+      case 'discover':
+        return await publishDiscover(await runDiscover(settings, env['GITHUB_SHA'] ?? 'HEAD', { git, connect: cluster, log }), settings, env)
+      case 'drift': {
+        const objects = async () => connectObjects(settings, { env, mask: (s) => core.setSecret(s) })
+        return await publishDrift(await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), env)
+      }
+      case 'watch': {
+        const sink: LogSink = { write: (level, line) => (level === 'warning' ? core.warning(line) : level === 'error' ? core.error(line) : core.info(line)) }
+        const report = await runWatchProcess(settings, { env, mask: (s) => core.setSecret(s), sink })
+        const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
+        core.info(`helmrelease-trigger: ${line}`)
+        if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(`## helmrelease-trigger: ${line}\n`).write()
+        return
+      }
+    }
+  } catch (error) {
+    const message = messageOf(error)
+    core.setFailed(message)
+    // A run that never got to a report still tells the job page why (no cluster, bad input).
+    if (env['GITHUB_STEP_SUMMARY'])
+      await core.summary
+        .addRaw(`## helmrelease-trigger: failed\n\n${cell(message)}\n`)
+        .write()
+        .catch(() => undefined)
+  }
+}
+
+async function publish(report: TriggerReport, settings: Settings, env: Env): Promise<void> {
+  for (const p of report.problems) {
+    const properties = { file: p.file, ...(p.line === undefined ? {} : { startLine: p.line }), title: 'helmrelease-trigger' }
+    if (p.severity === 'error') core.error(p.message, properties)
+    else if (p.severity === 'warning') core.warning(p.message, properties)
+    else core.notice(p.message, properties)
+  }
+  const outputs = outputsOf(report)
+  core.setOutput('triggered', JSON.stringify(outputs.triggered))
+  core.setOutput('skipped', JSON.stringify(outputs.skipped))
+  core.setOutput('failed', JSON.stringify(outputs.failed))
+  core.setOutput('plan', JSON.stringify(outputs.plan))
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(summaryMarkdown(report)).write()
+  core.info(`helmrelease-trigger: ${headline(report)}`)
+  for (const r of report.results) core.info(`  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
+  const failure = failureOf(report, settings.failOn)
+  if (failure !== undefined) core.setFailed(failure)
+}
+
+async function publishDiscover(report: DiscoverReport, settings: Settings, env: Env): Promise<void> {
+  for (const f of report.findings) {
+    // Findings from git point at the line to fix; cluster findings name the object instead.
+    const properties = {
+      title: `helmrelease-trigger ${f.code}`,
+      ...(f.file === undefined ? {} : { file: f.file }),
+      ...(f.line === undefined ? {} : { startLine: f.line }),
+    }
+    if (f.severity === 'error') core.error(f.message, properties)
+    else if (f.severity === 'warning') core.warning(f.message, properties)
+    else core.notice(f.message, properties)
+  }
+  core.setOutput('findings', JSON.stringify(report.findings))
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(discoverSummary(report)).write()
+  core.info(`helmrelease-trigger discover: ${discoverHeadline(report)}`)
+  for (const l of report.labels) core.info(`  ${l.namespace}/${l.name}: label ${l.action} ${l.status}: ${l.message}`)
+  for (const f of report.findings) core.info(`  ${f.severity}: ${findingText(f)}`)
+  const failure = discoverFailure(report, settings.failOn)
+  if (failure !== undefined) core.setFailed(failure)
+}
+
+async function publishDrift(report: DriftReport, env: Env): Promise<void> {
+  for (const r of report.releases) {
+    // An annotation per release that is not in sync: the job page lists them without opening the summary.
+    if (r.state === 'Drifted') core.warning(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+    else if (r.state === 'Error') core.error(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+  }
+  core.setOutput('drift', JSON.stringify(driftOutput(report)))
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(driftSummary(report)).write()
+  core.info(`helmrelease-trigger ${driftHeadline(report)}`)
+  for (const r of report.releases) core.info(`  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`)
+  const failure = driftFailure(report)
+  if (failure !== undefined) core.setFailed(failure)
+}
+
+function runUrl(env: Env): string | undefined {
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repo, GITHUB_RUN_ID: id } = env
+  return server && repo && id ? `${server}/${repo}/actions/runs/${id}` : undefined
+}

@@ -1,0 +1,234 @@
+// The CLI: the same engine and the same settings as the action, inputs given as flags.
+//   helmrelease-trigger plan    [--base REV] [--head REV] [--full-sync] [--json] …
+//   helmrelease-trigger trigger [--kubeconfig FILE] [--context NAME] [--dry-run] …
+//   helmrelease-trigger discover [--from-git] [--namespaces NS] …
+//   helmrelease-trigger recover [--namespaces NS] [--recover-max-attempts N] …
+//   helmrelease-trigger watch [--namespaces NS] [--debounce 2s] [--metrics-address :8080] …
+//   helmrelease-trigger drift [--namespaces NS] [--selector SEL] [--drift-action report|fail|correct] …
+
+import { readFileSync } from 'node:fs'
+import { connect, connectObjects } from '../kube/connect.ts'
+import { driftFailure, runDrift } from '../modes/drift/run.ts'
+import { driftOutput, driftText } from '../modes/drift/report.ts'
+import { ConfigurationError, messageOf } from '../lib/errors.ts'
+import { createGitReader } from '../git/reader.ts'
+import { createOutcomeWaiter } from '../engine/outcome.ts'
+import { discoverFailure, discoverText, runDiscover } from '../modes/discover/run.ts'
+import { runRecover } from '../modes/recover/run.ts'
+import { runWatchProcess } from '../modes/watch/process.ts'
+import { failureOf, outputsOf, textReport } from '../modes/trigger/report.ts'
+import { parseSettings } from '../settings.ts'
+import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
+import { systemClock, type Logger } from '../engine/ports.ts'
+import type { TriggerReport } from '../engine/result.ts'
+
+const BOOLEAN_INPUTS = new Set([
+  'full-sync',
+  'force',
+  'reset',
+  'discover',
+  'wait-for-apply',
+  'apply',
+  'wait',
+  'dry-run',
+  'allow-pull-requests',
+  'semantic-digest',
+  'from-git',
+  'leader-election',
+])
+const VALUE_INPUTS = new Set([
+  'kubeconfig-encoding',
+  'context',
+  'base',
+  'head',
+  'paths',
+  'annotation-prefix',
+  'default-namespace',
+  'timeout',
+  'max-concurrency',
+  'fail-on',
+  'namespaces',
+  'recover-patterns',
+  'recover-max-attempts',
+  'recover-backoff',
+  'drift-action',
+  'drift-ignore',
+  'selector',
+  'debounce',
+  'watch-duration',
+  'metrics-address',
+  'log-format',
+  'leader-election-namespace',
+  'leader-election-name',
+  'recover-interval',
+])
+const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
+const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore'])
+const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch'] as const
+
+const USAGE = `Usage: helmrelease-trigger <plan|trigger|discover|recover|drift|watch> [flags]
+
+  plan      show which HelmReleases a commit range would trigger (no cluster needed)
+  trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome
+  discover  label the HelmReleases that use valuesFrom (unlabel those that stopped) and lint
+            the wiring; --from-git lints the repository's manifests alone (no cluster)
+  recover   re-trigger releases that failed for a transient reason or stalled, within a budget
+  watch     run until stopped: trigger the releases of any labelled ConfigMap/Secret that changes
+            in the cluster (debounced, leader-elected, /healthz /readyz /metrics)
+  drift     compare every object of each release's Helm manifest with the live one; report,
+            fail, or correct (a forced upgrade by helm-controller, then a re-check)
+
+Flags (the action's inputs):
+  --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
+  --full-sync                  every labelled source at head instead of a diff
+  --paths GLOB                 manifest files to read, repeatable (default **/*.yaml and **/*.yml)
+  --kubeconfig FILE            kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)
+  --context NAME               kubeconfig context
+  --annotation-prefix P        default nebius.ai
+  --default-namespace NS       default flux-system
+  --force --reset --dry-run    Flux force/reset tokens; server-side dry run
+  --no-discover --no-wait --no-wait-for-apply --apply
+  --timeout 5m --max-concurrency 10 --fail-on error|warning|never --no-semantic-digest
+  --namespaces NS              discover/recover: namespaces to scan, repeatable (default all)
+  --from-git                   discover: lint the repository at HEAD (or --head) only
+  --recover-patterns RE        recover: transient-failure regex, repeatable (default built-in list)
+  --recover-max-attempts 3 --recover-backoff 5m
+  --debounce 2s                watch: wait for more changes before patching (0: at once)
+  --watch-duration 1h          watch: stop after this long (default: until SIGTERM/SIGINT)
+  --metrics-address :8080      watch: serve /healthz, /readyz and /metrics (default off)
+  --log-format text|json       watch: one plain or JSON line per event
+  --leader-election            watch: patch only while holding the Lease (several replicas)
+  --leader-election-namespace flux-system --leader-election-name helmrelease-trigger-watch
+  --recover-interval 10m       watch: also run recover this often
+  --drift-action report|fail|correct   drift: what to do about drift (default report)
+  --drift-ignore RULE          drift: [Kind/name/]path never reported, repeatable
+  --selector SEL               drift: label selector of the HelmReleases to check
+  --repo DIR                   repository (default: current directory)
+  --json                       print the result as JSON
+`
+
+export interface CliIo {
+  readonly out: (text: string) => void
+  readonly err: (text: string) => void
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly cwd: string
+}
+
+interface ParsedArgs {
+  readonly command: string
+  readonly inputs: ReadonlyMap<string, string>
+  readonly flags: ReadonlyMap<string, string>
+}
+
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const [command = '', ...rest] = argv
+  const inputs = new Map<string, string>()
+  const flags = new Map<string, string>()
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i] ?? ''
+    if (!arg.startsWith('--')) throw new ConfigurationError(`Unexpected argument '${arg}'. Run 'helmrelease-trigger --help'.`)
+    const [rawName = '', inline] = arg.slice(2).split(/=(.*)/s, 2)
+    const negated = rawName.startsWith('no-') && BOOLEAN_INPUTS.has(rawName.slice(3))
+    const name = negated ? rawName.slice(3) : rawName
+    if (BOOLEAN_INPUTS.has(name) || name === 'json' || name === 'help') {
+      const target = BOOLEAN_INPUTS.has(name) ? inputs : flags
+      target.set(name, inline ?? String(!negated))
+    } else if (VALUE_INPUTS.has(name) || CLI_FLAGS.has(name)) {
+      // A following flag is not a value: `--context --dry-run` is a missing context.
+      const next = rest[i + 1]
+      const value = inline ?? (next !== undefined && !next.startsWith('--') ? rest[++i] : undefined)
+      if (value === undefined) throw new ConfigurationError(`Flag --${name} needs a value.`)
+      const target = VALUE_INPUTS.has(name) ? inputs : flags
+      // --paths, --namespaces and --recover-patterns may repeat: the input is one item per line.
+      const previous = REPEATABLE.has(name) ? target.get(name) : undefined
+      target.set(name, previous === undefined ? value : `${previous}\n${value}`)
+    } else {
+      throw new ConfigurationError(`Unknown flag --${name}. Run 'helmrelease-trigger --help'.`)
+    }
+  }
+  return { command, inputs, flags }
+}
+
+/** Runs the CLI; returns the exit code (0 ok, 1 failed per fail-on, 2 usage or configuration error). */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const args = parseArgs(argv)
+    if (args.command === '' || args.command === '--help' || args.command === 'help' || args.flags.has('help')) {
+      io.out(USAGE)
+      return 0
+    }
+    const command = COMMANDS.find((c) => c === args.command)
+    if (command === undefined) throw new ConfigurationError(`Unknown command '${args.command}'; expected ${COMMANDS.join(', ')}.`)
+    const kubeconfigFile = args.flags.get('kubeconfig')
+    const settings = parseSettings((name) => {
+      if (name === 'mode') return command === 'plan' ? 'trigger' : command
+      if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
+      return args.inputs.get(name) ?? ''
+    })
+    const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
+    const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
+    const json = args.flags.get('json') === 'true'
+    if (command === 'watch') {
+      await runWatchProcess(settings, {
+        env: io.env,
+        mask: () => undefined,
+        sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${line}\n`) },
+      })
+      return 0
+    }
+    if (command === 'recover') {
+      const report = await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
+      print(report, json, io)
+      return exitCode(failureOf(report, settings.failOn), io)
+    }
+    if (command === 'drift') {
+      const objects = async () => connectObjects(settings, { env: io.env, mask: () => undefined })
+      const report = await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
+      io.out(json ? `${JSON.stringify(driftOutput(report), null, 2)}\n` : driftText(report))
+      return exitCode(driftFailure(report), io)
+    }
+    const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
+    if (command === 'discover') {
+      const report = await runDiscover(settings, 'HEAD', { git: repo, connect: cluster, log })
+      io.out(json ? `${JSON.stringify(report, null, 2)}\n` : discoverText(report))
+      return exitCode(discoverFailure(report, settings.failOn), io)
+    }
+    const git = await repo()
+    const head = settings.head ?? (await git.resolve('HEAD'))
+    if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
+    const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
+    const report =
+      command === 'plan'
+        ? planReport(await preparePlan(settings, context, git), settings, 'plan only')
+        : await runTrigger(settings, context, {
+            git,
+            connect: cluster,
+            clock: systemClock,
+            log,
+            outcome: createOutcomeWaiter({ clock: systemClock, log }),
+          })
+    print(report, json, io)
+    return exitCode(failureOf(report, settings.failOn), io)
+  } catch (error) {
+    io.err(`error: ${messageOf(error)}\n`)
+    return error instanceof ConfigurationError ? 2 : 1
+  }
+}
+
+function exitCode(failure: string | undefined, io: CliIo): number {
+  if (failure !== undefined) io.err(`error: ${failure}\n`)
+  return failure === undefined ? 0 : 1
+}
+
+function print(report: TriggerReport, json: boolean, io: CliIo): void {
+  if (json) io.out(`${JSON.stringify(outputsOf(report), null, 2)}\n`)
+  else io.out(textReport(report))
+}
+
+function readKubeconfig(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigurationError(`Cannot read the kubeconfig file ${file}: ${messageOf(error)}.`)
+  }
+}

@@ -1,4 +1,0 @@
-// Bundled as dist/index.js, the file action.yml runs.
-import { run } from './main.ts'
-
-await run()

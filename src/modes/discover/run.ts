@@ -1,0 +1,337 @@
+// Mode `discover`: label the HelmReleases that read values from ConfigMaps/Secrets (and
+// unlabel those that stopped), then lint the wiring. `from-git` lints the repository's
+// manifests at head alone, with no cluster: a pull-request check.
+
+import { mapLimit } from '../../lib/concurrency.ts'
+import { ConfigurationError, messageOf } from '../../lib/errors.ts'
+import type { GitReader } from '../../git/reader.ts'
+import { keysFor, type Keys } from '../../core/keys.ts'
+import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
+import type { ClusterClient, SourceObject } from '../../kube/cluster.ts'
+import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
+import { FindingCode, lint, problemFindings, type Finding, type LintSource } from './lint.ts'
+import { parseManifestFile } from '../../core/manifest.ts'
+import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type ReleaseRef, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
+import { pathFilter, repositoryManifests } from '../../core/plan.ts'
+import { cell, columns, location } from '../../lib/text.ts'
+import type { FailOn, Settings } from '../../settings.ts'
+import type { Logger } from '../../engine/ports.ts'
+
+export interface LabelChange extends ReleaseRef {
+  readonly action: 'add' | 'remove'
+  readonly status: 'done' | 'dry-run' | 'failed'
+  readonly message: string
+}
+
+export interface DiscoverReport {
+  /** What was read: namespaces of the cluster, or the repository commit. */
+  readonly scope: string
+  readonly fromGit: boolean
+  readonly dryRun: boolean
+  /** HelmReleases examined. */
+  readonly releases: number
+  readonly labels: readonly LabelChange[]
+  readonly findings: readonly Finding[]
+  readonly notes: readonly string[]
+}
+
+export interface DiscoverDeps {
+  readonly git: () => Promise<GitReader>
+  readonly connect: () => Promise<ClusterClient>
+  readonly log: Logger
+}
+
+export async function runDiscover(settings: Settings, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
+  return settings.fromGit ? discoverFromGit(settings, sha, await deps.git()) : discoverInCluster(settings, await deps.connect(), deps.log)
+}
+
+// ---- Labels (pure) ------------------------------------------------------------------------
+
+/** What our label on a release should become: present exactly when it uses valuesFrom. */
+export function labelAction(release: HelmRelease, keys: Keys): LabelChange['action'] | undefined {
+  const labelled = release.labels[keys.triggerLabel] === keys.triggerLabelValue
+  if (release.valuesFrom.length > 0) return labelled ? undefined : 'add'
+  // Only ever our own key: every other label is someone else's.
+  return release.labels[keys.triggerLabel] === undefined ? undefined : 'remove'
+}
+
+// ---- Cluster ------------------------------------------------------------------------------
+
+async function discoverInCluster(settings: Settings, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
+  const keys = keysFor(settings.annotationPrefix)
+  const scoped = settings.namespaces.length > 0 ? settings.namespaces : [undefined]
+  const notes: string[] = []
+  const releases = (await mapLimit(scoped, settings.maxConcurrency, (ns) => cluster.listReleases(ns))).flat()
+  const labels = (await mapLimit(releases, settings.maxConcurrency, (r) => relabel(cluster, r, keys, settings.dryRun))).flatMap((c) =>
+    c === undefined ? [] : [c],
+  )
+
+  const listed = await annotatedSources(cluster, scoped, settings, notes, log)
+  const known = [...releases.map(toReleaseManifest), ...(await outsideScope(cluster, releases, listed.sources, settings))]
+  const lookup = await referencedSources(cluster, releases, keys, settings, notes, log)
+  const findings = [
+    ...listed.findings,
+    ...lint({ keys, where: 'cluster', releases: known, annotatedSources: listed.sources, lookup: (ref) => lookup.get(sourceId(ref)) ?? 'unknown' }),
+  ]
+  const scope = settings.namespaces.length > 0 ? `namespaces ${settings.namespaces.join(', ')}` : 'all namespaces'
+  return { scope, fromGit: false, dryRun: settings.dryRun, releases: releases.length, labels, findings, notes }
+}
+
+const MAX_CONFLICTS = 5
+
+/** Adds or removes our label by merge patch; re-reads and decides again when the release changed meanwhile. */
+async function relabel(cluster: ClusterClient, first: HelmRelease, keys: Keys, dryRun: boolean): Promise<LabelChange | undefined> {
+  let release: HelmRelease | undefined = first
+  for (let attempt = 1; release !== undefined; attempt++) {
+    const action = labelAction(release, keys)
+    if (action === undefined) return undefined
+    const change = { namespace: release.namespace, name: release.name, action }
+    try {
+      const labels = { [keys.triggerLabel]: action === 'add' ? keys.triggerLabelValue : null }
+      await cluster.patchRelease(release, { annotations: {}, labels, resourceVersion: release.resourceVersion }, { dryRun })
+      return {
+        ...change,
+        status: dryRun ? 'dry-run' : 'done',
+        message: action === 'add' ? 'uses spec.valuesFrom: labelled' : 'no longer uses spec.valuesFrom: label removed',
+      }
+    } catch (error) {
+      if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICTS) return { ...change, status: 'failed', message: messageOf(error) }
+      release = await cluster.getRelease(release)
+    }
+  }
+  return undefined
+}
+
+interface ListedSources {
+  readonly sources: readonly LintSource[]
+  readonly findings: readonly Finding[]
+}
+
+/** The sources carrying our label, their annotations parsed by the same code that reads manifests. */
+async function annotatedSources(
+  cluster: ClusterClient,
+  scoped: readonly (string | undefined)[],
+  settings: Settings,
+  notes: string[],
+  log: Logger,
+): Promise<ListedSources> {
+  const keys = keysFor(settings.annotationPrefix)
+  const selector = `${keys.triggerLabel}=${keys.triggerLabelValue}`
+  const kinds: readonly SourceKind[] = ['ConfigMap', 'Secret']
+  const lists = await Promise.all(
+    kinds.flatMap((kind) =>
+      scoped.map(async (ns) => {
+        try {
+          return await cluster.listSources(kind, ns, selector)
+        } catch (error) {
+          if (!(error instanceof ForbiddenError)) throw error
+          warn(notes, log, `Could not list ${kind}s${ns === undefined ? '' : ` in ${ns}`} (${messageOf(error)}); their annotations were not checked.`)
+          return []
+        }
+      }),
+    ),
+  )
+  const parsed = lists.flat().map((object) => liveSource(object, settings))
+  return { sources: parsed.flatMap((p) => (p.source === undefined ? [] : [p.source])), findings: parsed.flatMap((p) => p.findings) }
+}
+
+/** A live object's metadata read as a manifest would be, so annotations obey exactly the same rules. */
+function liveSource(object: SourceObject, settings: Settings): { source?: LintSource; findings: Finding[] } {
+  const id = sourceId(object)
+  const manifest = {
+    apiVersion: 'v1',
+    kind: object.kind,
+    metadata: { name: object.name, namespace: object.namespace, labels: object.labels, annotations: object.annotations },
+  }
+  const parsed = parseManifestFile(
+    id,
+    { type: 'file', bytes: new TextEncoder().encode(JSON.stringify(manifest)) },
+    { prefix: settings.annotationPrefix, defaultNamespace: settings.defaultNamespace, semanticDigest: false },
+  )
+  const findings = parsed.problems.map((p): Finding => ({
+    severity: p.severity,
+    code: FindingCode.InvalidManifest,
+    message: `${id}: ${p.message}`,
+    source: id,
+  }))
+  const first = parsed.sources[0]
+  if (first === undefined) return { findings }
+  return {
+    source: { kind: first.kind, namespace: object.namespace, name: first.name, labelled: first.labelled, annotatedTargets: first.annotatedTargets },
+    findings,
+  }
+}
+
+/** Releases named by annotations in namespaces we did not list: looked up one by one. */
+async function outsideScope(
+  cluster: ClusterClient,
+  releases: readonly HelmRelease[],
+  sources: readonly LintSource[],
+  settings: Settings,
+): Promise<ReleaseManifest[]> {
+  if (settings.namespaces.length === 0) return []
+  const listed = new Set(settings.namespaces)
+  const seen = new Set(releases.map(releaseKey))
+  const wanted = [
+    ...new Map(
+      sources
+        .flatMap((s) => s.annotatedTargets)
+        .filter((t) => !listed.has(t.namespace) && !seen.has(releaseKey(t)))
+        .map((t) => [releaseKey(t), t]),
+    ).values(),
+  ]
+  const found = await mapLimit(wanted, settings.maxConcurrency, (t) => cluster.getRelease(t))
+  return found.flatMap((r) => (r === undefined ? [] : [toReleaseManifest(r)]))
+}
+
+/** Each object a valuesFrom names, read once. */
+async function referencedSources(
+  cluster: ClusterClient,
+  releases: readonly HelmRelease[],
+  keys: Keys,
+  settings: Settings,
+  notes: string[],
+  log: Logger,
+): Promise<ReadonlyMap<SourceId, LintSource | 'missing' | 'unknown'>> {
+  const refs = new Map<SourceId, SourceRef>()
+  for (const r of releases)
+    for (const v of r.valuesFrom)
+      refs.set(sourceId({ kind: v.kind, namespace: r.namespace, name: v.name }), { kind: v.kind, namespace: r.namespace, name: v.name })
+  const entries = await mapLimit([...refs.entries()], settings.maxConcurrency, async ([id, ref]): Promise<[SourceId, LintSource | 'missing' | 'unknown']> => {
+    try {
+      const live = await cluster.getSource(ref)
+      if (live === undefined) return [id, 'missing']
+      const labelled = live.labels[keys.triggerLabel] === keys.triggerLabelValue || live.labels[keys.watchLabel] === keys.watchLabelValue
+      return [id, { ...ref, labelled, annotatedTargets: [] }]
+    } catch (error) {
+      if (!(error instanceof ForbiddenError)) throw error
+      warn(notes, log, `Could not read ${id} (${messageOf(error)}); whether it exists and triggers was not checked.`)
+      return [id, 'unknown']
+    }
+  })
+  return new Map(entries)
+}
+
+function warn(notes: string[], log: Logger, note: string): void {
+  notes.push(note)
+  log.warning(note)
+}
+
+// ---- Repository ---------------------------------------------------------------------------
+
+async function discoverFromGit(settings: Settings, sha: string, git: GitReader): Promise<DiscoverReport> {
+  const keys = keysFor(settings.annotationPrefix)
+  const rev = settings.head ?? sha
+  const head = await git.resolve(rev)
+  if (head === undefined)
+    throw new ConfigurationError(`Commit '${rev}' is not in the clone; fetch it (actions/checkout with fetch-depth: 0) or set the head input.`)
+  const files = await git.headFiles(head, pathFilter(settings.paths))
+  const options = {
+    prefix: settings.annotationPrefix,
+    defaultNamespace: settings.defaultNamespace,
+    semanticDigest: settings.semanticDigest,
+    discover: true,
+    paths: settings.paths,
+  }
+  const manifests = repositoryManifests(files, options)
+  const byId = new Map<SourceId, LintSource>()
+  for (const s of manifests.sources) if (!byId.has(sourceId(s))) byId.set(sourceId(s), s)
+  const texts = new Map(files.map((f) => [f.path, textOf(f)]))
+  const annotated = [...byId.values()].filter((s) => s.labelled && s.annotatedTargets.length > 0).map((s) => ({ ...s, ...annotationLine(s, texts, keys) }))
+  const findings = [
+    ...problemFindings(manifests.problems),
+    ...lint({ keys, where: 'repository', releases: manifests.releases, annotatedSources: annotated, lookup: (ref) => byId.get(sourceId(ref)) ?? 'missing' }),
+  ]
+  return {
+    scope: `repository at ${head.slice(0, 12)}`,
+    fromGit: true,
+    dryRun: settings.dryRun,
+    releases: manifests.releases.length,
+    labels: [],
+    findings,
+    notes: [],
+  }
+}
+
+function textOf(file: HeadFile): string {
+  return file.content.type === 'file' ? new TextDecoder().decode(file.content.bytes) : ''
+}
+
+/** The line of `<prefix>/helmreleases-name` in the source's document: the line to fix. */
+function annotationLine(source: LintSource, texts: ReadonlyMap<string, string>, keys: Keys): { annotationLine?: number } {
+  if (source.origin === undefined) return {}
+  const lines = (texts.get(source.origin.file) ?? '').split('\n')
+  const key = new RegExp(`^\\s*["']?${keys.targetNames.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}["']?\\s*:`)
+  for (let i = source.origin.line - 1; i < lines.length; i++) {
+    if (i > source.origin.line - 1 && /^---/.test(lines[i] ?? '')) break
+    if (key.test(lines[i] ?? '')) return { annotationLine: i + 1 }
+  }
+  return {}
+}
+
+// ---- Report -------------------------------------------------------------------------------
+
+export function discoverHeadline(report: DiscoverReport): string {
+  const count = (s: Finding['severity']): number => report.findings.filter((f) => f.severity === s).length
+  const added = report.labels.filter((l) => l.action === 'add' && l.status !== 'failed').length
+  const removed = report.labels.filter((l) => l.action === 'remove' && l.status !== 'failed').length
+  const failed = report.labels.filter((l) => l.status === 'failed').length
+  const labels = report.fromGit
+    ? ''
+    : `, ${added} labelled, ${removed} unlabelled${failed > 0 ? `, ${failed} label changes failed` : ''}${report.dryRun ? ' (dry run)' : ''}`
+  return `${report.releases} HelmReleases in ${report.scope}${labels}; ${count('error')} errors, ${count('warning')} warnings, ${count('notice')} notices`
+}
+
+/** Why the run fails under `failOn`, or undefined when it passes. */
+export function discoverFailure(report: DiscoverReport, failOn: FailOn): string | undefined {
+  if (failOn === 'never') return undefined
+  const counted = report.findings.filter((f) => f.severity === 'error' || (failOn === 'warning' && f.severity === 'warning'))
+  const all = [
+    ...report.labels.filter((l) => l.status === 'failed').map((l) => `${releaseKey(l)}: label ${l.action} failed: ${l.message}`),
+    ...counted.map(findingText),
+  ]
+  if (all.length === 0) return undefined
+  const more = all.length > 5 ? ` and ${all.length - 5} more` : ''
+  return `${all.length} problem${all.length === 1 ? '' : 's'} (fail-on: ${failOn}): ${all.slice(0, 5).join('; ')}${more}`
+}
+
+export function findingText(f: Finding): string {
+  return f.file === undefined ? f.message : `${location({ severity: f.severity, file: f.file, line: f.line, message: f.message })}: ${f.message}`
+}
+
+const MARK: Readonly<Record<Finding['severity'], string>> = { error: '❌', warning: '⚠️', notice: 'ℹ️' }
+
+export function discoverSummary(report: DiscoverReport): string {
+  const lines = [`## helmrelease-trigger discover: ${discoverHeadline(report)}`]
+  for (const note of report.notes) lines.push('', `> ${cell(note)}`)
+  if (report.labels.length > 0) {
+    lines.push(
+      '',
+      '### Labels',
+      '',
+      '| Release | Change | Result |',
+      '| --- | --- | --- |',
+      ...report.labels.map((l) => `| \`${cell(releaseKey(l))}\` | ${l.action} | ${l.status === 'failed' ? '❌' : '✅'} ${cell(l.message)} |`),
+    )
+  }
+  lines.push('', '### Findings', '')
+  if (report.findings.length === 0) lines.push('No findings.')
+  else
+    lines.push(
+      '| | Finding | Where | Details |',
+      '| --- | --- | --- | --- |',
+      ...report.findings.map(
+        (f) =>
+          `| ${MARK[f.severity]} | ${f.code} | ${f.file === undefined ? '—' : `\`${cell(`${f.file}${f.line === undefined ? '' : `:${f.line}`}`)}\``} | ${cell(f.message)} |`,
+      ),
+    )
+  return `${lines.join('\n')}\n`
+}
+
+export function discoverText(report: DiscoverReport): string {
+  const out = [`helmrelease-trigger discover: ${discoverHeadline(report)}`, ...report.notes.map((n) => `note: ${n}`)]
+  if (report.labels.length > 0)
+    out.push('', ...columns([['RELEASE', 'LABEL', 'RESULT', 'DETAILS'], ...report.labels.map((l) => [releaseKey(l), l.action, l.status, l.message])]))
+  if (report.findings.length > 0) out.push('', ...report.findings.map((f) => `${f.severity}: ${f.code}: ${findingText(f)}`))
+  return `${out.join('\n')}\n`
+}

@@ -1,0 +1,101 @@
+// Observe → decide → act: what to do with one planned release, given what the cluster shows.
+// Pure: the engine observes, this decides, the engine acts and observes again.
+
+import type { HelmRelease } from '../../core/helmrelease.ts'
+import { isStalled, recordedDigests } from '../../core/helmrelease.ts'
+import type { ReleasePatch } from '../../kube/cluster.ts'
+import type { Keys } from '../../core/keys.ts'
+import type { Digest, PlannedRelease, SourceId } from '../../core/model.ts'
+
+export const SkipReason = {
+  NotFound: 'NotFound',
+  Suspended: 'Suspended',
+  UpToDate: 'UpToDate',
+  SourceNotApplied: 'SourceNotApplied',
+  PlanOnly: 'PlanOnly',
+  /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
+  Superseded: 'Superseded',
+} as const
+export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason]
+
+export type Decision =
+  | { readonly action: 'trigger'; readonly force: boolean; readonly reset: boolean; readonly why: string }
+  | { readonly action: 'skip'; readonly reason: SkipReason; readonly message: string }
+
+export interface DecisionInput {
+  readonly planned: PlannedRelease
+  /** undefined: the release does not exist in the cluster. */
+  readonly live: HelmRelease | undefined
+  readonly digestKey: string
+  readonly force: boolean
+  readonly reset: boolean
+}
+
+export function decide(input: DecisionInput): Decision {
+  const { planned, live } = input
+  if (live === undefined) {
+    return { action: 'skip', reason: SkipReason.NotFound, message: `HelmRelease ${planned.namespace}/${planned.name} does not exist in the cluster` }
+  }
+  if (live.suspend) {
+    return { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' }
+  }
+  const recorded = recordedDigests(live.annotations[input.digestKey])
+  const stale = planned.sources.filter((s) => recorded.get(s.id) !== s.digest)
+  if (stale.length === 0 && !input.force) {
+    return { action: 'skip', reason: SkipReason.UpToDate, message: 'already triggered for these digests' }
+  }
+  const stalled = isStalled(live)
+  const why = input.force && stale.length === 0 ? 'force' : `${stale.map((s) => s.id).join(', ')} changed`
+  return { action: 'trigger', force: input.force, reset: input.reset || stalled, why: stalled ? `${why}; release is stalled, resetting its retries` : why }
+}
+
+/**
+ * Re-checked between reading the release and patching it (with that read's resourceVersion):
+ * when a source no longer holds this run's digest, a newer commit's content is live and its
+ * run will trigger (or has triggered) the release. Writing now could put this run's older
+ * digests over the newer ones, so the release is skipped. `live` holds the digest read for
+ * each checked source (undefined: deleted since); sources not in it were not checked.
+ */
+export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId, Digest | undefined>): Decision | undefined {
+  const moved = planned.sources.filter((s) => live.has(s.id) && live.get(s.id) !== s.digest)
+  if (moved.length === 0) return undefined
+  const seen = moved.map((s) => {
+    const now = live.get(s.id)
+    return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${shortDigest(now)}`} (this run: ${shortDigest(s.digest)})`
+  })
+  return {
+    action: 'skip',
+    reason: SkipReason.Superseded,
+    message: `not patched: ${seen.join(', ')}; a newer commit's content is live and its run triggers this release`,
+  }
+}
+
+/** requestedAt holds the token we sent: our patch landed, whatever became of its answer. */
+export function patchLanded(live: HelmRelease, token: string, keys: Keys): boolean {
+  return live.annotations[keys.requestedAt] === token
+}
+
+function shortDigest(digest: string): string {
+  return digest.replace(/^sha256:/, '').slice(0, 12)
+}
+
+/** The merge patch for a trigger: the token, the digests (merged with those recorded) and the discovery label. */
+export function buildPatch(live: HelmRelease, planned: PlannedRelease, decision: { force: boolean; reset: boolean }, token: string, keys: Keys): ReleasePatch {
+  const digests = new Map<string, string>(recordedDigests(live.annotations[keys.configDigest]))
+  for (const s of planned.sources) digests.set(s.id, s.digest)
+  const annotations: Record<string, string> = {
+    [keys.requestedAt]: token,
+    [keys.configDigest]: compactDigestJson(digests),
+  }
+  // Flux acts on forceAt/resetAt only when they equal requestedAt.
+  if (decision.force) annotations[keys.forceAt] = token
+  if (decision.reset) annotations[keys.resetAt] = token
+  const labels: Record<string, string> = live.valuesFrom.length > 0 ? { [keys.triggerLabel]: keys.triggerLabelValue } : {}
+  return { annotations, labels, resourceVersion: live.resourceVersion }
+}
+
+/** Compact JSON with sorted keys, so equal maps give equal annotations. */
+export function compactDigestJson(digests: ReadonlyMap<string, string>): string {
+  const sorted = [...digests.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return JSON.stringify(Object.fromEntries(sorted))
+}

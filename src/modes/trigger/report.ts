@@ -1,0 +1,187 @@
+// Reporting consumes results; it never decides. One TriggerReport feeds the job summary,
+// the outputs, the CLI table and the exit status.
+
+import { cell, columns, location } from '../../lib/text.ts'
+import { formatDuration } from '../../lib/duration.ts'
+import type { PlannedSource, ReleaseRef } from '../../core/model.ts'
+import { releaseKey } from '../../core/model.ts'
+import type { Range } from '../../git/range.ts'
+import { FAILED, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
+import type { FailOn } from '../../settings.ts'
+import { short } from '../../core/digest.ts'
+
+const ICON: Readonly<Record<Status, string>> = {
+  Triggered: '🚀',
+  Upgraded: '✅',
+  Unchanged: '➖',
+  DryRun: '🧪',
+  Planned: '📝',
+  Skipped: '⏭️',
+  Failed: '❌',
+  TimedOut: '⏱️',
+}
+
+const TRIGGERED: ReadonlySet<Status> = new Set([Status.Triggered, Status.Upgraded, Status.Unchanged, Status.DryRun])
+
+export interface OutputEntry extends ReleaseRef {
+  readonly status: Status
+  readonly token?: string
+  readonly sources: readonly string[]
+  readonly reason?: string
+  readonly message?: string
+  readonly revisionBefore?: number
+  readonly revisionAfter?: number
+}
+
+export interface Outputs {
+  readonly triggered: readonly OutputEntry[]
+  readonly skipped: readonly OutputEntry[]
+  readonly failed: readonly OutputEntry[]
+  readonly plan: unknown
+}
+
+export function outputsOf(report: TriggerReport): Outputs {
+  const entry = (r: ReleaseResult): OutputEntry => ({
+    namespace: r.namespace,
+    name: r.name,
+    status: r.status,
+    ...(r.token === undefined ? {} : { token: r.token }),
+    sources: r.sources.map((s) => s.id),
+    reason: r.reason,
+    message: r.message,
+    ...(r.revisionBefore === undefined ? {} : { revisionBefore: r.revisionBefore }),
+    ...(r.revisionAfter === undefined ? {} : { revisionAfter: r.revisionAfter }),
+  })
+  return {
+    triggered: report.results.filter((r) => TRIGGERED.has(r.status)).map(entry),
+    skipped: report.results.filter((r) => r.status === Status.Skipped || r.status === Status.Planned).map(entry),
+    failed: report.results.filter((r) => FAILED.has(r.status)).map(entry),
+    plan: report.range === undefined ? null : planJson(report, report.range),
+  }
+}
+
+function planJson(report: TriggerReport, range: Range): unknown {
+  return {
+    base: range.base ?? null,
+    head: range.head,
+    fullSync: range.fullSync,
+    sources: report.plan.sources.map((s) => ({
+      id: s.id,
+      change: s.change,
+      digest: s.digest ?? null,
+      previousDigest: s.previousDigest ?? null,
+      encrypted: s.encrypted,
+      file: s.origin.file,
+      line: s.origin.line,
+      targets: s.targets.map((t) => ({ namespace: t.namespace, name: t.name, reasons: t.reasons })),
+    })),
+    releases: report.plan.releases.map((r) => ({ namespace: r.namespace, name: r.name, sources: r.sources.map((s) => ({ id: s.id, digest: s.digest })) })),
+    problems: report.problems,
+  }
+}
+
+/** Why the run fails under `failOn`, or undefined when it passes. */
+export function failureOf(report: TriggerReport, failOn: FailOn): string | undefined {
+  if (failOn === 'never') return undefined
+  const errors = [
+    ...report.results.filter((r) => r.severity === 'error').map((r) => `${releaseKey(r)}: ${r.status} (${r.reason})`),
+    ...report.sources.filter((s) => !s.applied).map((s) => `${s.id} never reached the cluster`),
+    ...report.problems.filter((p) => p.severity === 'error').map((p) => `${location(p)}: ${p.message}`),
+  ]
+  const warnings =
+    failOn === 'warning'
+      ? [
+          ...report.results.filter((r) => r.severity === 'warning').map((r) => `${releaseKey(r)}: ${r.reason}`),
+          ...report.problems.filter((p) => p.severity === 'warning').map((p) => `${location(p)}: ${p.message}`),
+        ]
+      : []
+  const all = [...errors, ...warnings]
+  if (all.length === 0) return undefined
+  const more = all.length > 5 ? ` and ${all.length - 5} more` : ''
+  return `${all.length} problem${all.length === 1 ? '' : 's'} (fail-on: ${failOn}): ${all.slice(0, 5).join('; ')}${more}`
+}
+
+export function headline(report: TriggerReport): string {
+  const o = outputsOf(report)
+  if (report.planOnly !== undefined && report.results.length === 0) return `nothing to trigger: ${report.planOnly}`
+  return `${o.triggered.length} triggered, ${o.skipped.length} skipped, ${o.failed.length} failed${report.dryRun ? ' (dry run)' : ''}`
+}
+
+function rangeText(r: Range): string {
+  if (r.fullSync) return `full sync at \`${r.head.slice(0, 12)}\``
+  return `\`${r.base === undefined ? '(empty tree)' : r.base.slice(0, 12)}..${r.head.slice(0, 12)}\``
+}
+
+/** Markdown for $GITHUB_STEP_SUMMARY. Cells are escaped: file names and messages come from users. */
+export function summaryMarkdown(report: TriggerReport): string {
+  const lines: string[] = [`## helmrelease-trigger: ${headline(report)}`]
+  if (report.range !== undefined) lines.push('', `Range: ${rangeText(report.range)}`)
+  for (const note of report.notes) lines.push('', `> ${cell(note)}`)
+  if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
+  if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources))
+  if (report.results.length > 0) lines.push('', ...resultTable(report))
+  const unapplied = report.sources.filter((s) => !s.applied)
+  if (unapplied.length > 0) lines.push('', '### Sources that never reached the cluster', '', ...unapplied.map((s) => `- ❌ ${cell(s.message)}`))
+  if (report.problems.length > 0) {
+    lines.push(
+      '',
+      '### Manifest problems',
+      '',
+      ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} \`${cell(location(p))}\` ${cell(p.message)}`),
+    )
+  }
+  return `${lines.join('\n')}\n`
+}
+
+function planTable(sources: readonly PlannedSource[]): string[] {
+  if (sources.length === 0) return ['### Plan', '', 'No ConfigMap or Secret that triggers a release changed.']
+  return [
+    '### Plan',
+    '',
+    '| Source | Change | Digest | File | Targets |',
+    '| --- | --- | --- | --- | --- |',
+    ...sources.map(
+      (s) =>
+        `| \`${cell(s.id)}\` | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | \`${cell(s.origin.file)}:${s.origin.line}\` | ${s.targets.map((t) => `\`${cell(releaseKey(t))}\``).join(', ') || '—'} |`,
+    ),
+  ]
+}
+
+function resultTable(report: TriggerReport): string[] {
+  // Recovered releases have no source: one row each all the same.
+  const rows = report.results.flatMap((r) =>
+    (r.sources.length > 0 ? r.sources : [undefined]).map(
+      (s) =>
+        `| ${s === undefined ? '—' : `\`${cell(s.id)}\``} | \`${cell(releaseKey(r))}\` | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
+    ),
+  )
+  return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
+}
+
+function revision(r: ReleaseResult): string {
+  if (r.revisionBefore === undefined && r.revisionAfter === undefined) return '—'
+  if (r.revisionAfter === undefined || r.revisionAfter === r.revisionBefore) return String(r.revisionBefore ?? r.revisionAfter)
+  return `${r.revisionBefore ?? '—'} → ${r.revisionAfter}`
+}
+
+/** Plain-text table for the CLI. */
+export function textReport(report: TriggerReport): string {
+  const range = report.range === undefined ? [] : [`range: ${rangeText(report.range).replaceAll('`', '')}`]
+  const out: string[] = [`helmrelease-trigger: ${headline(report)}`, ...range, ...report.notes.map((n) => `note: ${n}`)]
+  if (report.planOnly !== undefined) out.push(report.planOnly)
+  const header = ['SOURCE', 'CHANGE', 'DIGEST', 'TARGETS']
+  const sourceRows = report.plan.sources.map((s) => [
+    s.id,
+    s.change,
+    s.digest === undefined ? '-' : short(s.digest),
+    s.targets.map(releaseKey).join(',') || '-',
+  ])
+  if (sourceRows.length > 0) out.push('', ...columns([header, ...sourceRows]))
+  if (report.results.length > 0) {
+    const rows = report.results.map((r) => [releaseKey(r), r.status, r.reason, revision(r), formatDuration(r.durationMs), r.message])
+    out.push('', ...columns([['RELEASE', 'RESULT', 'REASON', 'REVISION', 'DURATION', 'DETAILS'], ...rows]))
+  }
+  for (const s of report.sources.filter((x) => !x.applied)) out.push(`error: ${s.message}`)
+  for (const p of report.problems) out.push(`${p.severity}: ${location(p)}: ${p.message}`)
+  return `${out.join('\n')}\n`
+}

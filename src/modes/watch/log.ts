@@ -1,0 +1,43 @@
+// Structured logs of the watch mode: one line per event, plain `key=value` text or one JSON
+// object (time, level, msg, fields) that log pipelines parse without rules.
+
+import type { LogFormat } from '../../settings.ts'
+import type { Logger } from '../../engine/ports.ts'
+
+export type Level = 'debug' | 'info' | 'warning' | 'error'
+export type Fields = Readonly<Record<string, string | number | boolean | undefined>>
+
+export interface EventLog extends Logger {
+  event(level: Level, msg: string, fields?: Fields): void
+}
+
+export interface LogSink {
+  /** One finished line, without the newline. */
+  write(level: Level, line: string): void
+}
+
+export function createEventLog(format: LogFormat, sink: LogSink, now: () => number = Date.now): EventLog {
+  const event = (level: Level, msg: string, fields: Fields = {}): void => {
+    const defined = Object.entries(fields).filter((e): e is [string, string | number | boolean] => e[1] !== undefined)
+    if (format === 'json') {
+      sink.write(level, JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...Object.fromEntries(defined) }))
+      return
+    }
+    const rest = defined.map(([k, v]) => `${k}=${typeof v === 'string' && /[\s"=]/.test(v) ? JSON.stringify(v) : String(v)}`).join(' ')
+    const prefix = level === 'info' ? '' : `${level}: `
+    sink.write(level, `${prefix}${msg}${rest === '' ? '' : ` ${rest}`}`)
+  }
+  return {
+    event,
+    info: (message) => event('info', message),
+    warning: (message) => event('warning', message),
+  }
+}
+
+/** stdout for everything but warnings and errors (stderr), as containers expect. */
+export const processSink: LogSink = {
+  write(level, line) {
+    if (level === 'warning' || level === 'error') process.stderr.write(`${line}\n`)
+    else process.stdout.write(`${line}\n`)
+  },
+}

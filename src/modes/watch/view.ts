@@ -1,0 +1,254 @@
+// What the watch mode knows, kept from the watch events alone (no GET per event): the
+// labelled sources with their digest and annotated targets, the HelmReleases with their
+// valuesFrom and config-digest. Pure: answers which releases a source change concerns and
+// what to plan for a release, with the same rules as trigger mode (annotation targets, and
+// with `discover` every release whose valuesFrom names the source).
+
+import { decide, SkipReason, type Decision } from '../trigger/decision.ts'
+import { contentOfConfigMap, digestOf } from '../../core/digest.ts'
+import type { Keys } from '../../core/keys.ts'
+import type { HelmRelease } from '../../core/helmrelease.ts'
+import { toHelmRelease } from '../../core/helmrelease.ts'
+import { parseManifestFile } from '../../core/manifest.ts'
+import { releaseKey, sourceId, type Digest, type PlannedRelease, type ReleaseRef, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
+import { liveDigest } from '../../core/digest.ts'
+
+/** Which label put a source in scope: ours, or Flux's reconcile.fluxcd.io/watch. */
+export type Selector = 'trigger' | 'watch'
+
+export interface WatchedSource extends SourceRef {
+  readonly id: SourceId
+  /** Reflector store key (the id). */
+  readonly key: string
+  readonly resourceVersion: string
+  readonly digest: Digest
+  readonly annotatedTargets: readonly ReleaseRef[]
+  /** Annotation mistakes, said once per version. */
+  readonly problems: readonly string[]
+}
+
+export interface WatchedRelease extends HelmRelease {
+  readonly key: string
+}
+
+export interface ViewOptions {
+  readonly keys: Keys
+  readonly defaultNamespace: string
+  readonly semanticDigest: boolean
+  readonly discover: boolean
+}
+
+/** A live ConfigMap/Secret as the watch sees it; undefined when it is not one. */
+export function parseSource(kind: SourceKind, object: unknown, options: ViewOptions): WatchedSource | undefined {
+  const o = record(object)
+  const metadata = record(o['metadata'])
+  const name = text(metadata['name'])
+  const namespace = text(metadata['namespace'])
+  if (name === '' || namespace === '') return undefined
+  const ref = { kind, namespace, name }
+  const id = sourceId(ref)
+  const digest = liveDigest({ kind, data: strings(o['data']), binaryData: strings(o['binaryData']), labels: {} }, options.semanticDigest)
+  // The annotations read by the code that reads manifests, so both obey the same rules.
+  const manifest = { apiVersion: 'v1', kind, metadata: { name, namespace, labels: strings(metadata['labels']), annotations: strings(metadata['annotations']) } }
+  const parsed = parseManifestFile(
+    id,
+    { type: 'file', bytes: new TextEncoder().encode(JSON.stringify(manifest)) },
+    { prefix: options.keys.prefix, defaultNamespace: options.defaultNamespace, semanticDigest: false },
+  )
+  const annotatedTargets = parsed.sources[0]?.annotatedTargets ?? []
+  return {
+    ...ref,
+    id,
+    key: id,
+    resourceVersion: text(metadata['resourceVersion']),
+    digest,
+    annotatedTargets,
+    problems: parsed.problems.filter((p) => p.severity === 'error').map((p) => p.message),
+  }
+}
+
+export function parseRelease(object: unknown): WatchedRelease | undefined {
+  const release = toHelmRelease(object)
+  if (release.name === '' || release.namespace === '') return undefined
+  return { ...release, key: releaseKey(release) }
+}
+
+/** The digest a deleted optional source stands for: it contributes no values, like an empty one. */
+export function absentDigest(semantic: boolean): Digest {
+  return digestOf(contentOfConfigMap({}), { semantic })
+}
+
+export class WatchView {
+  private readonly options: ViewOptions
+  /** Per source, what each selector's reflector holds (a source may carry both labels). */
+  private readonly held = new Map<SourceId, Map<Selector, WatchedSource>>()
+  private readonly releaseMap = new Map<string, WatchedRelease>()
+  /** releaseKey → sources naming it in `<prefix>/helmreleases-name`. */
+  private readonly annotated = new Map<string, Set<SourceId>>()
+  /** Deleted sources a release reads with `optional: true`, until they come back. */
+  private readonly absent = new Map<SourceId, SourceRef>()
+
+  constructor(options: ViewOptions) {
+    this.options = options
+  }
+
+  get sourceCount(): number {
+    return this.held.size
+  }
+
+  get releaseCount(): number {
+    return this.releaseMap.size
+  }
+
+  source(id: SourceId): WatchedSource | undefined {
+    const bySelector = this.held.get(id)
+    return bySelector?.get('trigger') ?? bySelector?.get('watch')
+  }
+
+  release(key: string): WatchedRelease | undefined {
+    return this.releaseMap.get(key)
+  }
+
+  releases(): WatchedRelease[] {
+    return [...this.releaseMap.values()]
+  }
+
+  /** Releases the source triggers: annotated targets, and with discover the releases whose valuesFrom names it. */
+  targetsOf(source: WatchedSource | SourceRef): ReleaseRef[] {
+    const annotated = 'annotatedTargets' in source ? source.annotatedTargets : []
+    const readers = this.options.discover ? this.readersOf(source).map((r) => ({ namespace: r.namespace, name: r.name })) : []
+    return unique([...annotated, ...readers])
+  }
+
+  /** Releases whose spec.valuesFrom names the source (same kind, same namespace). */
+  readersOf(ref: SourceRef): WatchedRelease[] {
+    return [...this.releaseMap.values()].filter((r) => r.namespace === ref.namespace && r.valuesFrom.some((v) => v.kind === ref.kind && v.name === ref.name))
+  }
+
+  /** Records a source seen by one selector; returns the releases to look at (before and after targets). */
+  upsertSource(selector: Selector, source: WatchedSource): ReleaseRef[] {
+    const before = this.source(source.id)
+    const bySelector = this.held.get(source.id) ?? new Map<Selector, WatchedSource>()
+    bySelector.set(selector, source)
+    this.held.set(source.id, bySelector)
+    this.absent.delete(source.id)
+    if (before !== undefined) this.unindex(before)
+    this.index(source)
+    return unique([...(before === undefined ? [] : this.targetsOf(before)), ...this.targetsOf(source)])
+  }
+
+  /**
+   * A selector no longer holds the source. Returns the source when no selector holds it any
+   * more (deleted, or unlabelled: the caller tells them apart), undefined when it is still in scope.
+   */
+  removeSource(selector: Selector, id: SourceId): WatchedSource | undefined {
+    const bySelector = this.held.get(id)
+    const gone = bySelector?.get(selector)
+    if (bySelector === undefined || gone === undefined) return undefined
+    bySelector.delete(selector)
+    if (bySelector.size > 0) return undefined
+    this.held.delete(id)
+    this.unindex(gone)
+    return gone
+  }
+
+  /** The source was deleted: releases reading it with optional: true will be planned without it. */
+  markAbsent(ref: SourceRef): void {
+    if (this.readersOf(ref).some((r) => readsOptionally(r, ref))) this.absent.set(sourceId(ref), { kind: ref.kind, namespace: ref.namespace, name: ref.name })
+  }
+
+  upsertRelease(release: WatchedRelease): WatchedRelease | undefined {
+    const previous = this.releaseMap.get(release.key)
+    this.releaseMap.set(release.key, release)
+    return previous
+  }
+
+  removeRelease(key: string): void {
+    this.releaseMap.delete(key)
+  }
+
+  /** Every release some watched source (or an absent optional one) concerns. */
+  allTargets(): ReleaseRef[] {
+    const fromSources = [...this.held.keys()].flatMap((id) => {
+      const s = this.source(id)
+      return s === undefined ? [] : this.targetsOf(s)
+    })
+    const fromAbsent = [...this.absent.values()].flatMap((ref) => this.readersOf(ref))
+    return unique([...fromSources, ...fromAbsent.map((r) => ({ namespace: r.namespace, name: r.name }))])
+  }
+
+  /** The plan for one release: every watched source that triggers it, at its current digest. */
+  plan(ref: ReleaseRef): PlannedRelease {
+    const key = releaseKey(ref)
+    const ids = new Set(this.annotated.get(key) ?? [])
+    const release = this.releaseMap.get(key)
+    const sources: { id: SourceId; digest: Digest; encrypted: boolean }[] = []
+    if (release !== undefined && this.options.discover) {
+      for (const v of release.valuesFrom) ids.add(sourceId({ kind: v.kind, namespace: release.namespace, name: v.name }))
+    }
+    for (const id of [...ids].sort()) {
+      const source = this.source(id)
+      if (source !== undefined) sources.push({ id, digest: source.digest, encrypted: false })
+      else if (this.absent.has(id) && release !== undefined && this.options.discover)
+        sources.push({ id, digest: absentDigest(this.options.semanticDigest), encrypted: false })
+    }
+    return { namespace: ref.namespace, name: ref.name, sources }
+  }
+
+  /**
+   * Decides from the cached release, without any API call: only a `trigger` is worth the
+   * engine's GET and patch. undefined when the release is not in view (outside the namespaces).
+   */
+  precheck(planned: PlannedRelease): Decision | undefined {
+    const live = this.releaseMap.get(releaseKey(planned))
+    if (live === undefined) return undefined
+    if (planned.sources.length === 0) return { action: 'skip', reason: SkipReason.UpToDate, message: 'no watched source triggers it' }
+    return decide({ planned, live, digestKey: this.options.keys.configDigest, force: false, reset: false })
+  }
+
+  private index(source: WatchedSource): void {
+    for (const t of source.annotatedTargets) {
+      const key = releaseKey(t)
+      const set = this.annotated.get(key) ?? new Set<SourceId>()
+      set.add(source.id)
+      this.annotated.set(key, set)
+    }
+  }
+
+  private unindex(source: WatchedSource): void {
+    for (const t of source.annotatedTargets) {
+      const set = this.annotated.get(releaseKey(t))
+      set?.delete(source.id)
+      if (set?.size === 0) this.annotated.delete(releaseKey(t))
+    }
+  }
+}
+
+/** `ConfigMap/<namespace>/<name>` back to its parts; undefined for anything else. */
+export function parseSourceId(id: string): (SourceRef & { readonly id: SourceId }) | undefined {
+  const [kind, namespace, name, ...rest] = id.split('/')
+  if ((kind !== 'ConfigMap' && kind !== 'Secret') || namespace === undefined || namespace === '' || name === undefined || name === '' || rest.length > 0)
+    return undefined
+  const ref = { kind, namespace, name } satisfies SourceRef
+  return { ...ref, id: sourceId(ref) }
+}
+
+export function readsOptionally(release: HelmRelease, ref: SourceRef): boolean {
+  return release.namespace === ref.namespace && release.valuesFrom.some((v) => v.kind === ref.kind && v.name === ref.name && v.optional)
+}
+
+function unique(refs: readonly ReleaseRef[]): ReleaseRef[] {
+  return [...new Map(refs.map((r) => [releaseKey(r), { namespace: r.namespace, name: r.name }])).values()]
+}
+
+function record(value: unknown): Readonly<Record<string, unknown>> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : ''
+}
+
+function strings(value: unknown): Record<string, string> {
+  return Object.fromEntries(Object.entries(record(value)).filter((e): e is [string, string] => typeof e[1] === 'string'))
+}
