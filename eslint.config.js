@@ -14,6 +14,20 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
   {
+    // Untrusted text reaches the log only through src/lib/untrusted.ts: printing is left to the
+    // entries that publish (the action, the CLI entry, the watch log sink), which sanitise every line.
+    files: ['src/**/*.ts'],
+    ignores: ['src/entry/**', 'src/modes/watch/log.ts'],
+    rules: {
+      'no-console': 'error',
+      'no-restricted-syntax': [
+        'error',
+        { selector: "ImportDeclaration[source.value='@actions/core']", message: 'Only the action entry talks to @actions/core (it sanitises each line).' },
+        { selector: "MemberExpression[object.name='process'][property.name=/^std(out|err)$/]", message: 'Print through the entry, whose lines pass logLine.' },
+      ],
+    },
+  },
+  {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },

@@ -19,13 +19,14 @@ import type { TriggerReport } from '../engine/result.ts'
 import { parseSettings, type Settings } from '../settings.ts'
 import { runTrigger } from '../modes/trigger/pipeline.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
+import { logLine, plainText } from '../lib/untrusted.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
 export async function run(env: Env = process.env): Promise<void> {
   try {
     const settings = parseSettings((name) => core.getInput(name))
-    const log: Logger = { info: (m) => core.info(m), warning: (m) => core.warning(m) }
+    const log: Logger = { info: say, warning: (m) => core.warning(plainText(m)) }
     const cluster = async () => connect(settings, { env, mask: (s) => core.setSecret(s) })
     const git = () => createGitReader({ cwd: env['GITHUB_WORKSPACE'] ?? process.cwd() })
     const outcome = createOutcomeWaiter({ clock: systemClock, log })
@@ -50,17 +51,19 @@ export async function run(env: Env = process.env): Promise<void> {
         return await publishDrift(await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), env)
       }
       case 'watch': {
-        const sink: LogSink = { write: (level, line) => (level === 'warning' ? core.warning(line) : level === 'error' ? core.error(line) : core.info(line)) }
+        const sink: LogSink = {
+          write: (level, line) => (level === 'warning' ? core.warning(plainText(line)) : level === 'error' ? core.error(plainText(line)) : say(line)),
+        }
         const report = await runWatchProcess(settings, { env, mask: (s) => core.setSecret(s), sink })
         const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
-        core.info(`helmrelease-trigger: ${line}`)
+        say(`helmrelease-trigger: ${line}`)
         if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(`## helmrelease-trigger: ${line}\n`).write()
         return
       }
     }
   } catch (error) {
     const message = messageOf(error)
-    core.setFailed(message)
+    core.setFailed(plainText(message))
     // A run that never got to a report still tells the job page why (no cluster, bad input).
     if (env['GITHUB_STEP_SUMMARY'])
       await core.summary
@@ -73,9 +76,7 @@ export async function run(env: Env = process.env): Promise<void> {
 async function publish(report: TriggerReport, settings: Settings, env: Env): Promise<void> {
   for (const p of report.problems) {
     const properties = { file: p.file, ...(p.line === undefined ? {} : { startLine: p.line }), title: 'helmrelease-trigger' }
-    if (p.severity === 'error') core.error(p.message, properties)
-    else if (p.severity === 'warning') core.warning(p.message, properties)
-    else core.notice(p.message, properties)
+    annotate(p.severity, p.message, properties)
   }
   const outputs = outputsOf(report)
   core.setOutput('triggered', JSON.stringify(outputs.triggered))
@@ -83,10 +84,10 @@ async function publish(report: TriggerReport, settings: Settings, env: Env): Pro
   core.setOutput('failed', JSON.stringify(outputs.failed))
   core.setOutput('plan', JSON.stringify(outputs.plan))
   if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(summaryMarkdown(report)).write()
-  core.info(`helmrelease-trigger: ${headline(report)}`)
-  for (const r of report.results) core.info(`  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
+  say(`helmrelease-trigger: ${headline(report)}`)
+  for (const r of report.results) say(`  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
   const failure = failureOf(report, settings.failOn)
-  if (failure !== undefined) core.setFailed(failure)
+  if (failure !== undefined) core.setFailed(plainText(failure))
 }
 
 async function publishDiscover(report: DiscoverReport, settings: Settings, env: Env): Promise<void> {
@@ -97,31 +98,42 @@ async function publishDiscover(report: DiscoverReport, settings: Settings, env: 
       ...(f.file === undefined ? {} : { file: f.file }),
       ...(f.line === undefined ? {} : { startLine: f.line }),
     }
-    if (f.severity === 'error') core.error(f.message, properties)
-    else if (f.severity === 'warning') core.warning(f.message, properties)
-    else core.notice(f.message, properties)
+    annotate(f.severity, f.message, properties)
   }
   core.setOutput('findings', JSON.stringify(report.findings))
   if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(discoverSummary(report)).write()
-  core.info(`helmrelease-trigger discover: ${discoverHeadline(report)}`)
-  for (const l of report.labels) core.info(`  ${l.namespace}/${l.name}: label ${l.action} ${l.status}: ${l.message}`)
-  for (const f of report.findings) core.info(`  ${f.severity}: ${findingText(f)}`)
+  say(`helmrelease-trigger discover: ${discoverHeadline(report)}`)
+  for (const l of report.labels) say(`  ${l.namespace}/${l.name}: label ${l.action} ${l.status}: ${l.message}`)
+  for (const f of report.findings) say(`  ${f.severity}: ${findingText(f)}`)
   const failure = discoverFailure(report, settings.failOn)
-  if (failure !== undefined) core.setFailed(failure)
+  if (failure !== undefined) core.setFailed(plainText(failure))
 }
 
 async function publishDrift(report: DriftReport, env: Env): Promise<void> {
   for (const r of report.releases) {
     // An annotation per release that is not in sync: the job page lists them without opening the summary.
-    if (r.state === 'Drifted') core.warning(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
-    else if (r.state === 'Error') core.error(`${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+    if (r.state === 'Drifted') annotate('warning', `${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
+    else if (r.state === 'Error') annotate('error', `${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
   }
   core.setOutput('drift', JSON.stringify(driftOutput(report)))
   if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(driftSummary(report)).write()
-  core.info(`helmrelease-trigger ${driftHeadline(report)}`)
-  for (const r of report.releases) core.info(`  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`)
+  say(`helmrelease-trigger ${driftHeadline(report)}`)
+  for (const r of report.releases) say(`  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`)
   const failure = driftFailure(report)
-  if (failure !== undefined) core.setFailed(failure)
+  if (failure !== undefined) core.setFailed(plainText(failure))
+}
+
+/** The only way a line reaches the log: untrusted text in it can start no workflow command. */
+function say(line: string): void {
+  core.info(logLine(line))
+}
+
+/** An annotation; the toolkit escapes line breaks, we escape controls and cap the length. */
+function annotate(severity: 'error' | 'warning' | 'notice', message: string, properties: core.AnnotationProperties): void {
+  const text = plainText(message)
+  if (severity === 'error') core.error(text, properties)
+  else if (severity === 'warning') core.warning(text, properties)
+  else core.notice(text, properties)
 }
 
 function runUrl(env: Env): string | undefined {

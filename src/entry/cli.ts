@@ -21,6 +21,7 @@ import { parseSettings } from '../settings.ts'
 import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
+import { jsonText, logLine, logText } from '../lib/untrusted.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -150,7 +151,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
 }
 
 /** Runs the CLI; returns the exit code (0 ok, 1 failed per fail-on, 2 usage or configuration error). */
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], raw: CliIo): Promise<number> {
+  // Reports quote the repository and the cluster: every line printed is made safe (see untrusted.ts).
+  const io: CliIo = { ...raw, out: (text) => raw.out(text), err: (text) => raw.err(logText(text)) }
   try {
     const args = parseArgs(argv)
     if (args.command === '' || args.command === '--help' || args.command === 'help' || args.flags.has('help')) {
@@ -172,7 +175,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       await runWatchProcess(settings, {
         env: io.env,
         mask: () => undefined,
-        sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${line}\n`) },
+        sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${logLine(line)}\n`) },
       })
       return 0
     }
@@ -184,13 +187,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     if (command === 'drift') {
       const objects = async () => connectObjects(settings, { env: io.env, mask: () => undefined })
       const report = await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
-      io.out(json ? `${JSON.stringify(driftOutput(report), null, 2)}\n` : driftText(report))
+      io.out(json ? `${jsonText(driftOutput(report), 2)}\n` : logText(driftText(report)))
       return exitCode(driftFailure(report), io)
     }
     const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
     if (command === 'discover') {
       const report = await runDiscover(settings, 'HEAD', { git: repo, connect: cluster, log })
-      io.out(json ? `${JSON.stringify(report, null, 2)}\n` : discoverText(report))
+      io.out(json ? `${jsonText(report, 2)}\n` : logText(discoverText(report)))
       return exitCode(discoverFailure(report, settings.failOn), io)
     }
     const git = await repo()
@@ -221,8 +224,8 @@ function exitCode(failure: string | undefined, io: CliIo): number {
 }
 
 function print(report: TriggerReport, json: boolean, io: CliIo): void {
-  if (json) io.out(`${JSON.stringify(outputsOf(report), null, 2)}\n`)
-  else io.out(textReport(report))
+  if (json) io.out(`${jsonText(outputsOf(report), 2)}\n`)
+  else io.out(logText(textReport(report)))
 }
 
 function readKubeconfig(file: string): string {
