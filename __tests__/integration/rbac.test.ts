@@ -52,10 +52,10 @@ async function bindClusterRole(namespace: string, sa: string, file: string, rule
   return granted
 }
 
-/** Applies the namespaced Role + RoleBinding of trigger-role.yaml in `namespace`, bound to `sa`. */
-async function bindRole(namespace: string, sa: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
-  const role = shipped('rbac/trigger-role.yaml', 'Role')
-  const binding = shipped('rbac/trigger-role.yaml', 'RoleBinding')
+/** Applies the namespaced Role + RoleBinding of a shipped file (trigger-role.yaml) in `namespace`, bound to `sa`. */
+async function bindRole(namespace: string, sa: string, rules?: V1PolicyRule[], file = 'trigger-role.yaml'): Promise<V1PolicyRule[]> {
+  const role = shipped(`rbac/${file}`, 'Role')
+  const binding = shipped(`rbac/${file}`, 'RoleBinding')
   const granted = rules ?? role.rules ?? []
   await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role.metadata.name, namespace }, rules: granted } })
   await rbac.createNamespacedRoleBinding({
@@ -158,7 +158,7 @@ describe('deploy/rbac manifests', () => {
       ].sort(),
     )
     expect(grants(shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])).toEqual(trigger)
-    expect(grants(shipped('rbac/trigger-apply-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual([
+    expect(grants(shipped('rbac/trigger-apply-role.yaml', 'Role').rules ?? [])).toEqual([
       'core/configmaps:create',
       'core/configmaps:patch',
       'core/secrets:create',
@@ -178,14 +178,8 @@ describe('deploy/rbac manifests', () => {
     expect(grants(shipped('rbac/recover-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual(
       [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
     )
-    for (const file of [
-      'trigger-clusterrole.yaml',
-      'trigger-apply-clusterrole.yaml',
-      'trigger-role.yaml',
-      'discover-clusterrole.yaml',
-      'recover-clusterrole.yaml',
-    ]) {
-      const namespaced = file === 'trigger-role.yaml'
+    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-role.yaml', 'trigger-role.yaml', 'discover-clusterrole.yaml', 'recover-clusterrole.yaml']) {
+      const namespaced = file.endsWith('-role.yaml')
       const role = shipped(`rbac/${file}`, namespaced ? 'Role' : 'ClusterRole')
       const binding = shipped(`rbac/${file}`, namespaced ? 'RoleBinding' : 'ClusterRoleBinding')
       expect(binding?.roleRef).toMatchObject({ kind: role?.kind, name: role?.metadata.name })
@@ -330,7 +324,7 @@ async function kubeconfigOf(namespace: string): Promise<string> {
 }
 
 describe('apply: true', () => {
-  it('without trigger-apply-clusterrole.yaml: the server-side apply is refused, naming patch and create', async () => {
+  it('without trigger-apply-role.yaml: the server-side apply is refused, naming patch and create', async () => {
     const s = await scenario('rbac-apply-no', { liveConfigMap: false })
     const id = await identity(s.namespace, SA, await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml'))
     const run = await act(s, id, { apply: 'true' })
@@ -344,7 +338,7 @@ describe('apply: true', () => {
     const s = await scenario('rbac-apply', { liveConfigMap: false })
     const rules = [
       ...(await bindClusterRole(s.namespace, SA, 'trigger-clusterrole.yaml')),
-      ...(await bindClusterRole(s.namespace, SA, 'trigger-apply-clusterrole.yaml')),
+      ...(await bindRole(s.namespace, SA, undefined, 'trigger-apply-role.yaml')),
     ]
     const id = await identity(s.namespace, SA, rules)
     const run = await act(s, id, { apply: 'true' })
@@ -355,7 +349,7 @@ describe('apply: true', () => {
   })
 
   it('patch alone updates an existing ConfigMap; creating a missing one also needs create', async () => {
-    const applyRules = shipped('rbac/trigger-apply-clusterrole.yaml', 'ClusterRole').rules ?? []
+    const applyRules = shipped('rbac/trigger-apply-role.yaml', 'Role').rules ?? []
     const patchOnly = without(without(applyRules, '', 'configmaps', 'create'), '', 'secrets', 'create')
 
     const existing = await scenario('rbac-apply-upd', { liveConfigMap: false })
@@ -365,7 +359,7 @@ describe('apply: true', () => {
     })
     const updater = await identity(existing.namespace, SA, [
       ...(await bindClusterRole(existing.namespace, SA, 'trigger-clusterrole.yaml')),
-      ...(await bindClusterRole(existing.namespace, SA, 'trigger-apply-clusterrole.yaml', patchOnly)),
+      ...(await bindRole(existing.namespace, SA, patchOnly, 'trigger-apply-role.yaml')),
     ])
     const updated = await act(existing, updater, { apply: 'true' })
     expect(updated.exitCode, log(updated)).toBe(0)
@@ -377,7 +371,7 @@ describe('apply: true', () => {
     const missing = await scenario('rbac-apply-new', { liveConfigMap: false })
     const creator = await identity(missing.namespace, SA, [
       ...(await bindClusterRole(missing.namespace, SA, 'trigger-clusterrole.yaml')),
-      ...(await bindClusterRole(missing.namespace, SA, 'trigger-apply-clusterrole.yaml', patchOnly)),
+      ...(await bindRole(missing.namespace, SA, patchOnly, 'trigger-apply-role.yaml')),
     ])
     const refused = await act(missing, creator, { apply: 'true' })
     expect(refused.exitCode).toBe(1)

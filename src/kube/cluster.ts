@@ -212,7 +212,8 @@ export function createClusterClient(config: KubeConfig, server: string, options:
         namespace: object.metadata?.namespace,
         name: object.metadata?.name,
       }
-      await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply))
+      // Never forced: fields another manager owns (kustomize-controller, a person) stay theirs (409).
+      await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, false, PatchStrategy.ServerSideApply))
     },
 
     async getKustomizationRevision(namespace, name) {

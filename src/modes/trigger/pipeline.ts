@@ -3,9 +3,8 @@
 // file only sequences I/O behind the GitReader and ClusterClient interfaces.
 
 import { randomInt } from 'node:crypto'
-import { parseAllDocuments } from 'yaml'
-import type { KubernetesObject } from '@kubernetes/client-node'
 import { mapLimit } from '../../lib/concurrency.ts'
+import { appliedSource } from '../../core/applied-source.ts'
 import { formatDuration } from '../../lib/duration.ts'
 import { newToken } from '../../engine/tokens.ts'
 import { buildPatch, decide, patchLanded, SkipReason, supersededBy, type Decision } from './decision.ts'
@@ -277,9 +276,14 @@ async function applySources(
   deps: TriggerDeps,
 ): Promise<SourceResult[]> {
   const needed = plan.sources.filter((s) => s.change !== 'deleted' && s.targets.length > 0)
-  if (settings.apply) await applyManifests(cluster, needed, headFiles, settings, deps.log)
+  const refused = settings.apply ? await applyManifests(cluster, needed, headFiles, settings, deps.log) : new Map<SourceId, string>()
   if (!settings.waitForApply && !settings.apply) return []
-  return mapLimit(needed, settings.maxConcurrency, (source) => waitForSource(cluster, source, head, settings, deadline, deps))
+  return mapLimit(needed, settings.maxConcurrency, async (source) => {
+    const why = refused.get(source.id)
+    if (why === undefined) return waitForSource(cluster, source, head, settings, deadline, deps)
+    deps.log.warning(why)
+    return { id: source.id, applied: false, message: why, durationMs: 0 }
+  })
 }
 
 /**
@@ -335,51 +339,42 @@ async function arrived(
   return { arrived: digest === source.digest, seen: `digest ${short(digest)}, planned ${short(source.digest ?? '')}` }
 }
 
-/** apply: true — server-side apply the changed sources from the head commit (no kustomize-controller). */
+/**
+ * apply: true — server-side apply the changed sources from the head commit (no kustomize-controller),
+ * exactly the documents the plan digested, reduced to the allow-list of core/applied-source.ts, never
+ * forced over another field manager. Returns the sources refused, each with its sentence.
+ */
 async function applyManifests(
   cluster: ClusterClient,
   sources: readonly PlannedSource[],
   headFiles: readonly HeadFile[],
   settings: Settings,
   log: Logger,
-): Promise<void> {
+): Promise<Map<SourceId, string>> {
   const files = new Map(headFiles.map((f) => [f.path, f]))
+  const options = { keys: keysFor(settings.annotationPrefix), semanticDigest: settings.semanticDigest, maxAliasCount: 100 }
+  const refused = new Map<SourceId, string>()
   await mapLimit(sources, settings.maxConcurrency, async (source) => {
     if (source.encrypted) {
       log.warning(`${source.id} is SOPS-encrypted: not applied (only kustomize-controller can decrypt it).`)
       return
     }
-    const object = manifestObject(files.get(source.origin.file), source)
-    if (object === undefined) throw new ConfigurationError(`${source.id}: its manifest in ${source.origin.file} could not be read back for apply.`)
-    await cluster.applyObject(object, { dryRun: settings.dryRun })
-  })
-}
-
-function manifestObject(file: HeadFile | undefined, source: PlannedSource): KubernetesObject | undefined {
-  if (file === undefined || file.content.type !== 'file') return undefined
-  // The plan parsed this file already, duplicate keys included; skip the library's quadratic check.
-  const docs = parseAllDocuments(Buffer.from(file.content.bytes).toString('utf8'), { logLevel: 'error', uniqueKeys: false })
-  for (const doc of Array.isArray(docs) ? docs : [docs]) {
-    const value: unknown = doc.toJS({ maxAliasCount: 100 })
-    if (typeof value !== 'object' || value === null || !('kind' in value) || value.kind !== source.kind) continue
-    if (!('metadata' in value) || typeof value.metadata !== 'object' || value.metadata === null) continue
-    const metadata: Record<string, unknown> = { ...value.metadata }
-    if (metadata['name'] !== source.name) continue
-    if (metadata['namespace'] !== undefined && metadata['namespace'] !== source.namespace) continue
-    const object: Record<string, unknown> = { ...value }
-    return {
-      ...object,
-      apiVersion: 'v1',
-      kind: source.kind,
-      metadata: { name: source.name, namespace: source.namespace, labels: stringMap(metadata['labels']), annotations: stringMap(metadata['annotations']) },
+    const file = files.get(source.origin.file)
+    if (file === undefined || file.content.type !== 'file')
+      throw new ConfigurationError(`${source.id}: its manifest in ${source.origin.file} could not be read back for apply.`)
+    const applied = appliedSource(Buffer.from(file.content.bytes).toString('utf8'), source, options)
+    if ('refused' in applied) return void refused.set(source.id, applied.refused)
+    try {
+      await cluster.applyObject(applied.object, { dryRun: settings.dryRun })
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error
+      refused.set(
+        source.id,
+        `${source.id}: another field manager owns fields this apply would change (${messageOf(error)}); apply: true never takes them over. Let that manager apply it.`,
+      )
     }
-  }
-  return undefined
-}
-
-function stringMap(value: unknown): Record<string, string> | undefined {
-  if (typeof value !== 'object' || value === null) return undefined
-  return Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === 'string'))
+  })
+  return refused
 }
 
 // ---- Step 5: patch ------------------------------------------------------------------------
