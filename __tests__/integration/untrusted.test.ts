@@ -76,3 +76,40 @@ describe('a fork pull request with an admin kubeconfig and every write input set
     await untouched(pr.namespace)
   })
 })
+
+describe("a fork's content reaching the cluster through another event (audit F4)", () => {
+  /** The same fork commit, now given as `head:` to a run started by workflow_run or issue_comment. */
+  async function started(eventName: string, payload: (head: string) => unknown): Promise<{ namespace: string; run: ActionRun }> {
+    const namespace = await cluster.createNamespace('fork-via')
+    await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
+    const repo = createRepo()
+    repos.push(repo)
+    repo.write({ 'cm.yaml': manifest(namespace, 'one') })
+    const base = repo.commit('base')
+    repo.write({ 'cm.yaml': manifest(namespace, 'two') })
+    const head = repo.commit('from the fork')
+    const inputs = { kubeconfig, head, base, apply: 'true', wait: 'false' }
+    return { namespace, run: await runAction({ workspace: repo.dir, eventName, event: payload(head), sha: base, inputs }) }
+  }
+
+  it("workflow_run after a fork pull request's run, with head: the fork commit and apply: plans only, nothing written", async () => {
+    const { namespace, run } = await started('workflow_run', (head) => ({
+      workflow_run: { event: 'pull_request', head_sha: head, head_repository: { full_name: 'evil/app' } },
+      repository: { full_name: 'acme/app' },
+    }))
+    expect(run.exitCode, run.stdout).toBe(0)
+    expect(run.stdout).toContain('workflow_run event after a pull_request run from a fork (or of unknown origin): plan only')
+    await untouched(namespace)
+  })
+
+  it('issue_comment on a pull request: plans only, nothing written', async () => {
+    const { namespace, run } = await started('issue_comment', () => ({
+      issue: { number: 7, pull_request: { url: 'https://api.github.example/repos/acme/app/pulls/7' } },
+      comment: { body: '/deploy', author_association: 'NONE' },
+      repository: { full_name: 'acme/app' },
+    }))
+    expect(run.exitCode, run.stdout).toBe(0)
+    expect(run.stdout).toContain('issue_comment event on a pull request from a fork (or of unknown origin): plan only')
+    await untouched(namespace)
+  })
+})

@@ -26,6 +26,15 @@ export interface GitHubEventLike {
     /** The head branch lives in another repository (a fork, or one deleted since). */
     readonly fromFork: boolean
   }
+  /**
+   * Another event started by pull request content: a workflow_run after a pull request's run (or
+   * from another repository's head), an issue_comment on a pull request. Its payload says what.
+   */
+  readonly startedBy?: {
+    readonly what: string
+    /** Not provably the repository's own content (a fork, or unknown). */
+    readonly fromFork: boolean
+  }
 }
 
 export interface RangeInputs {
@@ -70,8 +79,12 @@ const PULL_REQUEST_EVENTS: ReadonlySet<string> = new Set(['pull_request', 'pull_
  * deleted repository, a payload without it) never is, whatever the inputs.
  */
 export function clusterRefused(eventName: string, event: GitHubEventLike, allowPullRequests: boolean): string | undefined {
-  if (!PULL_REQUEST_EVENTS.has(eventName) && event.pull_request === undefined) return undefined
-  if (event.pull_request?.fromFork !== false)
+  // The payload, not the event name, says who started the run: workflow_run and issue_comment carry a pull request's content too.
+  const started = event.startedBy
+  if (started !== undefined && started.fromFork)
+    return `${started.what} from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
+  if (!PULL_REQUEST_EVENTS.has(eventName) && event.pull_request === undefined && started === undefined) return undefined
+  if (started === undefined && event.pull_request?.fromFork !== false)
     return `${eventName} event from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes`
   if (!allowPullRequests) return `${eventName} event: plan only (set allow-pull-requests: true to trigger from pull requests)`
   return undefined
@@ -210,12 +223,38 @@ export function parseEvent(text: string, path: string): GitHubEventLike {
   const after = field('after')
   const deleted = optionalBoolean(json.deleted, 'deleted', path)
   const pullRequest = json.pull_request === undefined || json.pull_request === null ? undefined : readPullRequest(json.pull_request, path)
+  const startedBy = startedByPullRequest(json)
   return {
     ...(before === undefined ? {} : { before }),
     ...(after === undefined ? {} : { after }),
     ...(deleted === undefined ? {} : { deleted }),
     ...(pullRequest === undefined ? {} : { pull_request: pullRequest }),
+    ...(startedBy === undefined ? {} : { startedBy }),
   }
+}
+
+/**
+ * A workflow_run whose triggering run was a pull request's, or whose head repository is not this
+ * one; an issue_comment on a pull request (whose head the payload does not name: unknown origin).
+ */
+function startedByPullRequest(json: Record<string, unknown>): GitHubEventLike['startedBy'] {
+  const run = json.workflow_run
+  if (isRecord(run)) {
+    const event = typeof run.event === 'string' ? run.event : 'unknown'
+    const fromFork = fullName(run.head_repository) === undefined || fullName(run.head_repository) !== fullName(json.repository)
+    if (PULL_REQUEST_EVENTS.has(event)) return { what: `workflow_run event after a ${event} run`, fromFork }
+    if (fromFork) return { what: 'workflow_run event for another repository', fromFork }
+    return undefined
+  }
+  const issue = json.issue
+  if (isRecord(issue) && issue.pull_request !== undefined && issue.pull_request !== null && json.comment !== undefined) {
+    return { what: 'issue_comment event on a pull request', fromFork: true }
+  }
+  return undefined
+}
+
+function fullName(repository: unknown): string | undefined {
+  return isRecord(repository) && typeof repository.full_name === 'string' ? repository.full_name : undefined
 }
 
 function readPullRequest(value: unknown, path: string): NonNullable<GitHubEventLike['pull_request']> {

@@ -45,6 +45,39 @@ describe('clusterRefused', () => {
   })
 })
 
+describe('clusterRefused reads who started the run from the payload, not the event name (audit F4)', () => {
+  const refused = (eventName: string, payload: unknown, allow = true) => clusterRefused(eventName, parseEvent(JSON.stringify(payload), 'event.json'), allow)
+  const run = (event: string, head: unknown) => ({ workflow_run: { event, head_sha: 'f0', head_repository: head }, repository: { full_name: 'acme/app' } })
+
+  it('workflow_run after a fork pull request run (the audit reproducer): refused whatever the inputs', () => {
+    for (const allow of [false, true]) {
+      expect(refused('workflow_run', run('pull_request', { full_name: 'evil/app' }), allow)).toBe(
+        'workflow_run event after a pull_request run from a fork (or of unknown origin): plan only, whatever the inputs; a fork never gets cluster writes',
+      )
+    }
+  })
+
+  it.each([
+    ['a push in a fork', run('push', { full_name: 'evil/app' })],
+    ['no head repository', run('pull_request_target', undefined)],
+    ['a head repository without a name', run('push', { name: 'app' })],
+    ['an issue_comment on a pull request', { issue: { pull_request: { url: 'u' } }, comment: { body: 'x' }, repository: { full_name: 'acme/app' } }],
+  ])('%s: refused as a fork', (_, payload) => {
+    expect(refused(payload === undefined ? 'x' : 'workflow_run', payload)).toContain('a fork never gets cluster writes')
+  })
+
+  it("a workflow_run after the repository's own pull request run: plan only unless allow-pull-requests", () => {
+    expect(refused('workflow_run', run('pull_request', { full_name: 'acme/app' }), false)).toContain('set allow-pull-requests: true')
+    expect(refused('workflow_run', run('pull_request', { full_name: 'acme/app' }), true)).toBeUndefined()
+  })
+
+  it('a workflow_run after a push or a schedule of the repository, and an issue_comment on an issue: allowed', () => {
+    expect(refused('workflow_run', run('push', { full_name: 'acme/app' }), false)).toBeUndefined()
+    expect(refused('workflow_run', run('schedule', { full_name: 'acme/app' }), false)).toBeUndefined()
+    expect(refused('issue_comment', { issue: { number: 1 }, comment: { body: 'x' }, repository: { full_name: 'acme/app' } }, false)).toBeUndefined()
+  })
+})
+
 describe('trigger on a fork pull request with random inputs', () => {
   const configMap = (value: string) => `apiVersion: v1
 kind: ConfigMap
