@@ -4,7 +4,7 @@
 // write is a warning naming what to add, never a failed deploy. Nothing here decides the
 // verdict: the mode renders it, this file only delivers it.
 
-import { messageOf } from '../errors.ts'
+import { messageOf } from '../lib/errors.ts'
 import type { GitHubClient } from './client.ts'
 
 export type CheckConclusion = 'success' | 'failure' | 'neutral' | 'cancelled' | 'skipped' | 'timed_out' | 'action_required'
