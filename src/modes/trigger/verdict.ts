@@ -83,7 +83,7 @@ const ICON: Readonly<Record<CheckConclusion, string>> = {
 export function verdictTitle(report: TriggerReport): string {
   if (report.planOnly !== undefined) {
     const n = report.plan.releases.length
-    return n === 0 ? 'plan: nothing to trigger' : `plan: ${n} release${n === 1 ? '' : 's'} would be triggered`
+    return n === 0 ? 'nothing to trigger' : `plan: ${n} release${n === 1 ? '' : 's'} would be triggered`
   }
   const count = (test: (r: TriggerReport['results'][number]) => boolean): number => report.results.filter(test).length
   const parts: [number, string][] = [
@@ -104,7 +104,8 @@ export function verdictTitle(report: TriggerReport): string {
 
 function conclusionOf(report: TriggerReport, failOn: FailOn): CheckConclusion {
   if (failureOf(report, failOn) !== undefined) return 'failure'
-  if (report.planOnly !== undefined) return 'neutral'
+  // A plan is neither good nor bad news; a commit that changes nothing is fine.
+  if (report.planOnly !== undefined) return report.plan.releases.length === 0 ? 'success' : 'neutral'
   const acted = report.results.some((r) => r.status !== Status.Skipped && r.status !== Status.Planned)
   if (!acted) return report.results.some((r) => r.reason === SkipReason.Superseded) ? 'neutral' : 'success'
   return report.results.some((r) => FAILED.has(r.status)) ? 'failure' : 'success'

@@ -66,7 +66,8 @@ describe('triggerVerdict', () => {
 
   it('is a success with nothing to trigger, and a failure when the run could not start', () => {
     const nothing = triggerReport([], [], { planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [] })
-    expect(verdictTitle(nothing)).toBe('plan: nothing to trigger')
+    expect(verdictTitle(nothing)).toBe('nothing to trigger')
+    expect(triggerVerdict(nothing, { failOn: 'error', runUrl: RUN }).conclusion).toBe('success')
     const e = errorVerdict('no cluster: set kubeconfig', RUN)
     expect(e).toMatchObject({ conclusion: 'failure', title: 'failed before any release was triggered' })
     expect(e.comment).toContain('no cluster: set kubeconfig')
