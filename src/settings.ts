@@ -19,6 +19,10 @@ export type DriftAction = (typeof DRIFT_ACTIONS)[number]
 // The kubeconfig adapter owns its encodings; the settings read them as an input.
 export { KUBECONFIG_ENCODINGS, type KubeconfigEncoding }
 
+/** What the GitHub report writes: the check run (a commit status where checks cannot be written) and the pull-request comment. */
+export const GITHUB_REPORTS = ['check', 'comment'] as const
+export type GitHubReportPart = (typeof GITHUB_REPORTS)[number]
+
 export const LOG_FORMATS = ['text', 'json'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 
@@ -107,6 +111,16 @@ export interface Settings {
   readonly leaderElectionName: string
   /** watch: run recover this often in the same process (while leading); undefined never. */
   readonly recoverIntervalMs: number | undefined
+  /** trigger: token for the GitHub report; undefined writes nothing to GitHub. A secret: mask it. */
+  readonly githubToken: string | undefined
+  /** trigger: the parts of the GitHub report to write (empty: none). */
+  readonly githubReport: ReadonlySet<GitHubReportPart>
+  /** trigger: name of the check run and context of the commit status; keys the sticky comment. */
+  readonly checkName: string
+  /** trigger: create a GitHub Deployment per run in this environment; undefined creates none. */
+  readonly deploymentEnvironment: string | undefined
+  /** Stamp event.toolkit.fluxcd.io/commit (and change_request) on each patched release, for Flux's notification-controller. */
+  readonly fluxAttribution: boolean
 }
 
 /** Reads one named input; returns '' when it is not set (like @actions/core's getInput). */
@@ -155,6 +169,11 @@ export function parseSettings(read: InputReader): Settings {
     leaderElectionNamespace: namespace(read, 'leader-election-namespace', 'flux-system'),
     leaderElectionName: objectName(read, 'leader-election-name', 'helmrelease-trigger-watch'),
     recoverIntervalMs: optionalDuration(read, 'recover-interval'),
+    githubToken: optional(read, 'github-token'),
+    githubReport: githubReport(read),
+    checkName: singleLine(read, 'check-name', 'helmrelease-trigger', 100),
+    deploymentEnvironment: optionalSingleLine(read, 'deployment-environment', 255),
+    fluxAttribution: bool(read, 'flux-attribution', true),
   }
 }
 
@@ -220,6 +239,28 @@ function selector(read: InputReader): string | undefined {
   if (/[\r\n]/.test(v) || !/^[A-Za-z0-9_./!=,() -]+$/.test(v)) {
     throw new ConfigurationError(`Input 'selector' must be a label selector such as app=web or tier in (backend),!canary; got '${v}'.`)
   }
+  return v
+}
+
+/** `check, comment` (the default), either one, or none / false. */
+function githubReport(read: InputReader): ReadonlySet<GitHubReportPart> {
+  const items = lines(read, 'github-report', GITHUB_REPORTS).map((i) => i.toLowerCase())
+  if (items.length === 1 && (items[0] === 'none' || items[0] === 'false')) return new Set()
+  if (items.length === 1 && items[0] === 'true') return new Set(GITHUB_REPORTS)
+  const bad = items.find((i) => !(GITHUB_REPORTS as readonly string[]).includes(i))
+  if (bad !== undefined) throw new ConfigurationError(`Input 'github-report' must list check and/or comment, or be none; got '${bad}'.`)
+  return new Set(items as GitHubReportPart[])
+}
+
+function singleLine(read: InputReader, name: string, fallback: string, max: number): string {
+  return optionalSingleLine(read, name, max) ?? fallback
+}
+
+function optionalSingleLine(read: InputReader, name: string, max: number): string | undefined {
+  const v = read(name).trim()
+  if (v === '') return undefined
+  if (/[\r\n]/.test(v) || v.length > max)
+    throw new ConfigurationError(`Input '${name}' must be one line of at most ${max} characters; got ${v.length} characters.`)
   return v
 }
 

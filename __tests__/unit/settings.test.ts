@@ -64,6 +64,11 @@ describe('parseSettings defaults', () => {
       leaderElectionNamespace: 'flux-system',
       leaderElectionName: 'helmrelease-trigger-watch',
       recoverIntervalMs: undefined,
+      githubToken: undefined,
+      githubReport: new Set(['check', 'comment']),
+      checkName: 'helmrelease-trigger',
+      deploymentEnvironment: undefined,
+      fluxAttribution: true,
     }
     expect(settingsOf({})).toEqual(expected)
   })
@@ -114,8 +119,31 @@ describe('parseSettings defaults', () => {
         'wait',
         'wait-for-apply',
         'watch-duration',
+        'github-token',
+        'github-report',
+        'check-name',
+        'deployment-environment',
+        'flux-attribution',
       ].sort(),
     )
+  })
+
+  it('reads the GitHub report inputs, and refuses what GitHub would', () => {
+    const s = settingsOf({
+      'github-token': ' ghs_x ',
+      'github-report': 'comment',
+      'check-name': 'deploy / prod',
+      'deployment-environment': 'prod',
+      'flux-attribution': 'false',
+    })
+    expect(s).toMatchObject({ githubToken: 'ghs_x', checkName: 'deploy / prod', deploymentEnvironment: 'prod', fluxAttribution: false })
+    expect([...s.githubReport]).toEqual(['comment'])
+    expect(settingsOf({ 'github-report': 'none' }).githubReport.size).toBe(0)
+    expect(settingsOf({ 'github-report': 'false' }).githubReport.size).toBe(0)
+    expect([...settingsOf({ 'github-report': 'check\ncomment' }).githubReport]).toEqual(['check', 'comment'])
+    expect(configurationError({ 'github-report': 'checks' }).message).toBe("Input 'github-report' must list check and/or comment, or be none; got 'checks'.")
+    expect(configurationError({ 'check-name': 'x'.repeat(101) }).message).toContain("Input 'check-name' must be one line of at most 100 characters")
+    expect(configurationError({ 'deployment-environment': 'a\nb' }).message).toContain("Input 'deployment-environment' must be one line")
   })
 
   it('treats whitespace-only inputs as unset', () => {

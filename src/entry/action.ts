@@ -20,6 +20,7 @@ import { parseSettings, type Settings } from '../settings.ts'
 import { runTrigger } from '../modes/trigger/pipeline.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
 import { logLine, plainText } from '../lib/untrusted.ts'
+import { githubRunOf } from './github.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -40,7 +41,18 @@ export async function run(env: Env = process.env): Promise<void> {
     switch (settings.mode) {
       case 'trigger': {
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
-        return await publish(await runTrigger(settings, context, { git: await git(), connect: cluster, clock: systemClock, log, outcome }), settings, env)
+        if (settings.githubToken !== undefined) core.setSecret(settings.githubToken)
+        const github = githubRunOf(settings, { ...context, env, log, sleep: systemClock.sleep, now: systemClock.now })
+        await github.start()
+        let report: TriggerReport
+        try {
+          report = await runTrigger(settings, context, { git: await git(), connect: cluster, clock: systemClock, log, outcome })
+        } catch (error) {
+          await github.fail(messageOf(error))
+          throw error
+        }
+        await publish(report, settings, env)
+        return await github.finish(report)
       }
       case 'recover':
         return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)

@@ -22,6 +22,7 @@ import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/t
 import { systemClock, type Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
+import { githubRunOf } from './github.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -36,6 +37,7 @@ const BOOLEAN_INPUTS = new Set([
   'semantic-digest',
   'from-git',
   'leader-election',
+  'flux-attribution',
 ])
 const VALUE_INPUTS = new Set([
   'kubeconfig-encoding',
@@ -62,8 +64,12 @@ const VALUE_INPUTS = new Set([
   'leader-election-namespace',
   'leader-election-name',
   'recover-interval',
+  'github-token',
+  'github-report',
+  'check-name',
+  'deployment-environment',
 ])
-const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help'])
+const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help', 'github-repository'])
 const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore'])
 const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch'] as const
 
@@ -104,6 +110,10 @@ Flags (the action's inputs):
   --drift-action report|fail|correct   drift: what to do about drift (default report)
   --drift-ignore RULE          drift: [Kind/name/]path never reported, repeatable
   --selector SEL               drift: label selector of the HelmReleases to check
+  --github-token TOKEN         trigger: report to GitHub (check run, pull-request comment); default $GITHUB_TOKEN
+  --github-repository O/R      trigger: the GitHub repository to report to (default $GITHUB_REPOSITORY)
+  --github-report check,comment|none --check-name NAME --deployment-environment ENV
+  --no-flux-attribution        do not stamp event.toolkit.fluxcd.io/commit on patched releases
   --repo DIR                   repository (default: current directory)
   --json                       print the result as JSON
 `
@@ -166,6 +176,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     const settings = parseSettings((name) => {
       if (name === 'mode') return command === 'plan' ? 'trigger' : command
       if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
+      // The environment is the safer place for a token: a flag shows in the process list.
+      if (name === 'github-token') return args.inputs.get(name) ?? io.env['GITHUB_TOKEN'] ?? ''
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
@@ -200,16 +212,34 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     const head = settings.head ?? (await git.resolve('HEAD'))
     if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
-    const report =
-      command === 'plan'
-        ? planReport(await preparePlan(settings, context, git), settings, 'plan only')
-        : await runTrigger(settings, context, {
-            git,
-            connect: cluster,
-            clock: systemClock,
-            log,
-            outcome: createOutcomeWaiter({ clock: systemClock, log }),
-          })
+    if (command === 'plan') {
+      const report = planReport(await preparePlan(settings, context, git), settings, 'plan only')
+      print(report, json, io)
+      return exitCode(failureOf(report, settings.failOn), io)
+    }
+    const repository = args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY']
+    const github = githubRunOf(settings, {
+      ...context,
+      env: { ...io.env, GITHUB_REPOSITORY: repository },
+      log,
+      sleep: systemClock.sleep,
+      now: systemClock.now,
+    })
+    await github.start()
+    let report: TriggerReport
+    try {
+      report = await runTrigger(settings, context, {
+        git,
+        connect: cluster,
+        clock: systemClock,
+        log,
+        outcome: createOutcomeWaiter({ clock: systemClock, log }),
+      })
+    } catch (error) {
+      await github.fail(messageOf(error))
+      throw error
+    }
+    await github.finish(report)
     print(report, json, io)
     return exitCode(failureOf(report, settings.failOn), io)
   } catch (error) {

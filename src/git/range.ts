@@ -21,6 +21,8 @@ export interface GitHubEventLike {
   /** push: the push deleted the branch. */
   readonly deleted?: boolean
   readonly pull_request?: {
+    /** The pull request's number, when the payload has it (the GitHub report comments there). */
+    readonly number?: number
     readonly base: { readonly sha: string }
     readonly head: { readonly sha: string }
     /** The head branch lives in another repository (a fork, or one deleted since). */
@@ -264,7 +266,10 @@ function readPullRequest(value: unknown, path: string): NonNullable<GitHubEventL
     if (typeof sha !== 'string' || sha === '') throw invalidField(`pull_request.${side}.sha`, 'a commit SHA', path)
     return sha
   }
-  return { base: { sha: sha('base') }, head: { sha: sha('head') }, fromFork: isFork(value) }
+  const number = isRecord(value) ? value.number : undefined
+  if (number !== undefined && number !== null && (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 1))
+    throw invalidField('pull_request.number', 'a positive whole number', path)
+  return { ...(typeof number === 'number' ? { number } : {}), base: { sha: sha('base') }, head: { sha: sha('head') }, fromFork: isFork(value) }
 }
 
 /** Unknown counts as a fork: only a head repository that is provably the base one is trusted. */

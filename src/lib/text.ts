@@ -13,5 +13,21 @@ export function columns(rows: readonly (readonly string[])[]): string[] {
 
 /** Text made safe for one markdown table cell. */
 export function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ').replace(/</g, '&lt;')
+  return text
+    .replace(/\|/g, '\\|')
+    .replace(/\r\n|\r|\n/g, ' ')
+    .replace(/</g, '&lt;')
+}
+
+/**
+ * Text as inline code that is safe in a markdown table cell: the fence is longer than any run
+ * of backticks inside, `|` is escaped (GFM splits cells before it reads code spans), and line
+ * breaks become spaces. `<` stays as it is: inside code it is shown, never read as HTML.
+ */
+export function code(text: string): string {
+  const flat = text.replace(/\r\n|\r|\n/g, ' ').replace(/\|/g, '\\|')
+  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length))
+  const fence = '`'.repeat(longest + 1)
+  const pad = flat.startsWith('`') || flat.endsWith('`') || (flat.startsWith(' ') && flat.endsWith(' ') && flat.trim() !== '') ? ' ' : ''
+  return `${fence}${pad}${flat}${pad}${fence}`
 }

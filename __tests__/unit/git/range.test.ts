@@ -235,9 +235,16 @@ describe('readEvent', () => {
     expect(await readEvent(path)).toEqual({ before: A, after: B, deleted: false })
   })
 
-  it('keeps the pull request SHAs', async () => {
+  it('keeps the pull request SHAs and number', async () => {
     const payload = { action: 'synchronize', number: 3, pull_request: { number: 3, base: { ref: 'main', sha: A }, head: { ref: 'x', sha: B } } }
-    expect(await readEvent(await eventFile(JSON.stringify(payload)))).toEqual({ pull_request: { base: { sha: A }, head: { sha: B }, fromFork: true } })
+    expect(await readEvent(await eventFile(JSON.stringify(payload)))).toEqual({
+      pull_request: { number: 3, base: { sha: A }, head: { sha: B }, fromFork: true },
+    })
+  })
+
+  it('refuses a pull request number that is not a positive whole number', async () => {
+    const payload = { pull_request: { number: '3', base: { sha: A }, head: { sha: B } } }
+    await expect(readEvent(await eventFile(JSON.stringify(payload)))).rejects.toThrow("'pull_request.number' must be a positive whole number")
   })
 
   it.each([

@@ -1,0 +1,83 @@
+// The verdict GitHub shows for a trigger run: conclusion, title, the job summary's own table,
+// annotations on the changed lines, the plan on pull requests, and the superseded case.
+
+import { describe, expect, it } from 'vitest'
+import { SkipReason } from '../../../../src/modes/trigger/decision.ts'
+import { resultTable, summaryMarkdown } from '../../../../src/modes/trigger/report.ts'
+import { errorVerdict, triggerVerdict, verdictTitle } from '../../../../src/modes/trigger/verdict.ts'
+import { Status } from '../../../../src/engine/result.ts'
+import { awkwardReport, plannedSource, releaseResult, triggerReport } from '../../../../test/support/reports.ts'
+
+const RUN = 'https://github.example/acme/fleet/actions/runs/4242'
+const CM = 'ConfigMap/apps/web-values' as const
+
+describe('triggerVerdict', () => {
+  it('titles the counts, fails on a failed upgrade, and shows the job summary table', () => {
+    const report = awkwardReport()
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    expect(v.title).toBe('3 upgraded, 1 failed')
+    expect(v.conclusion).toBe('failure')
+    const table = resultTable(report).join('\n')
+    expect(v.summary).toContain(table)
+    expect(summaryMarkdown(report)).toContain(table)
+    expect(v.comment).toContain(table)
+    expect(v.comment).toContain(`[Workflow run](${RUN})`)
+    expect(v.summary).toContain(`[Workflow run](${RUN})`)
+  })
+
+  it('annotates the file and line of each changed source, the same on every run', () => {
+    const v = triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: RUN })
+    expect(v.annotations).toEqual([
+      {
+        path: 'clusters/prod/apps/web|values.yaml',
+        startLine: 3,
+        level: 'notice',
+        title: `${CM} modified`,
+        message: 'triggers apps/web, apps/api, apps/worker',
+      },
+      { path: 'clusters/prod/apps/`odd`<name>.yaml', startLine: 12, level: 'notice', title: 'ConfigMap/apps/a|b`c<d> modified', message: 'triggers apps/cron' },
+    ])
+    expect(triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: undefined }).annotations).toEqual(v.annotations)
+  })
+
+  it('says so when a newer commit superseded the run', () => {
+    const report = triggerReport(
+      [plannedSource(CM, 'apps/values.yaml', 1, ['web'])],
+      [releaseResult('apps', 'web', CM, Status.Skipped, { reason: SkipReason.Superseded, message: 'a newer commit is live' })],
+    )
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    expect(v.title).toBe('1 superseded by a newer commit')
+    expect(v.conclusion).toBe('neutral')
+    expect(v.summary).toContain('A newer commit is already live for one release')
+  })
+
+  it('shows the plan on a pull request: which release each source would trigger, and why', () => {
+    const report = triggerReport([plannedSource(CM, 'apps/values.yaml', 4, ['web', 'api'])], [], {
+      planOnly: 'pull_request event: plan only (set allow-pull-requests: true to trigger from pull requests)',
+      sources: [],
+    })
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    expect(v.title).toBe('plan: 2 releases would be triggered')
+    expect(v.conclusion).toBe('neutral')
+    expect(v.comment).toContain('### Plan')
+    expect(v.comment).toContain('| `apps/web` | `ConfigMap/apps/web-values` | modified | reads it (valuesFrom) | `apps/values.yaml:4` |')
+    expect(v.text).toContain('### Plan')
+  })
+
+  it('is a success with nothing to trigger, and a failure when the run could not start', () => {
+    const nothing = triggerReport([], [], { planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [] })
+    expect(verdictTitle(nothing)).toBe('nothing to trigger')
+    expect(triggerVerdict(nothing, { failOn: 'error', runUrl: RUN }).conclusion).toBe('success')
+    const e = errorVerdict('no cluster: set kubeconfig', RUN)
+    expect(e).toMatchObject({ conclusion: 'failure', title: 'failed before any release was triggered' })
+    expect(e.comment).toContain('no cluster: set kubeconfig')
+  })
+
+  it('keeps a table of thousands of releases within what GitHub accepts', () => {
+    const results = Array.from({ length: 3000 }, (_, i) => releaseResult('apps', `release-${i}`, CM, Status.Upgraded, { message: 'x'.repeat(100) }))
+    const v = triggerVerdict(triggerReport([plannedSource(CM, 'apps/values.yaml', 1, ['web'])], results), { failOn: 'error', runUrl: RUN })
+    expect(v.summary.length).toBeLessThan(65_535)
+    expect(v.comment.length).toBeLessThan(65_536)
+    expect(v.summary).toMatch(/…and \d+ more rows: the job summary has them all\./)
+  })
+})

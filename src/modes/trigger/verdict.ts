@@ -1,0 +1,173 @@
+// A trigger run as GitHub shows it: the check run's conclusion, title, table and annotations,
+// and the sticky pull-request comment. Rendered from the one TriggerReport, with the job
+// summary's own release table, so every place says the same.
+
+import { releaseKey, type PlannedSource } from '../../core/model.ts'
+import { FAILED, Status, type TriggerReport } from '../../engine/result.ts'
+import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/reporter.ts'
+import { cell, code, location } from '../../lib/text.ts'
+import type { FailOn } from '../../settings.ts'
+import { SkipReason } from './decision.ts'
+import { failureOf, resultTable } from './report.ts'
+
+export interface VerdictContext {
+  readonly failOn: FailOn
+  readonly runUrl: string | undefined
+}
+
+/** Room for the table in a check's summary or a comment (GitHub: 65,535), leaving space for the rest. */
+const TABLE_BUDGET = 50_000
+
+export function triggerVerdict(report: TriggerReport, context: VerdictContext): Verdict {
+  const title = verdictTitle(report)
+  const conclusion = conclusionOf(report, context.failOn)
+  const run = context.runUrl === undefined ? '' : `[Workflow run](${context.runUrl})`
+  const superseded = report.results.filter((r) => r.reason === SkipReason.Superseded)
+  const notes = [
+    ...(superseded.length === 0
+      ? []
+      : [
+          `> A newer commit is already live for ${superseded.length === 1 ? 'one release' : `${superseded.length} releases`}: this run was superseded there, and the newer commit's run reports them.`,
+        ]),
+    ...report.notes.map((n) => `> ${cell(n)}`),
+    ...(report.planOnly === undefined ? [] : [`_${cell(report.planOnly)}_`]),
+  ]
+  const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET)
+  const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
+  const problems = report.problems.map(
+    (p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`,
+  )
+  const body = [
+    ...section(notes),
+    ...section(releases),
+    ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
+    ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
+  ]
+  const plan = report.planOnly === undefined ? [] : planSection(report.plan.sources)
+  const summary = join([...body, ...section(run === '' ? [] : [run])])
+  const comment = join([
+    `### ${ICON[conclusion]} helmrelease-trigger: ${cell(title)}`,
+    '',
+    ...(report.range === undefined ? [] : [`Commit ${code(report.range.head.slice(0, 12))}${run === '' ? '' : ` · ${run}`}`, '']),
+    ...body,
+    ...section(plan),
+  ])
+  return { conclusion, title, summary, text: join(plan), annotations: annotationsOf(report), comment }
+}
+
+/** A run that ended before it had a report: the check and the comment say why. */
+export function errorVerdict(message: string, runUrl: string | undefined): Verdict {
+  const run = runUrl === undefined ? '' : `\n\n[Workflow run](${runUrl})`
+  const text = `${cell(message)}${run}\n`
+  return {
+    conclusion: 'failure',
+    title: 'failed before any release was triggered',
+    summary: text,
+    text: '',
+    annotations: [],
+    comment: `### ❌ helmrelease-trigger: failed before any release was triggered\n\n${text}`,
+  }
+}
+
+const ICON: Readonly<Record<CheckConclusion, string>> = {
+  success: '✅',
+  failure: '❌',
+  neutral: '📝',
+  cancelled: '⏹️',
+  skipped: '⏭️',
+  timed_out: '⏱️',
+  action_required: '⚠️',
+}
+
+/** "3 upgraded, 1 failed": the non-zero counts, most telling first. */
+export function verdictTitle(report: TriggerReport): string {
+  if (report.planOnly !== undefined) {
+    const n = report.plan.releases.length
+    return n === 0 ? 'nothing to trigger' : `plan: ${n} release${n === 1 ? '' : 's'} would be triggered`
+  }
+  const count = (test: (r: TriggerReport['results'][number]) => boolean): number => report.results.filter(test).length
+  const parts: [number, string][] = [
+    [count((r) => r.status === Status.Upgraded), 'upgraded'],
+    [count((r) => r.status === Status.Unchanged), 'unchanged'],
+    [count((r) => r.status === Status.Triggered), 'triggered'],
+    [count((r) => r.status === Status.DryRun), 'dry run'],
+    [count((r) => r.status === Status.Failed), 'failed'],
+    [count((r) => r.status === Status.TimedOut), 'timed out'],
+    [count((r) => r.reason === SkipReason.Superseded), 'superseded by a newer commit'],
+    [count((r) => r.status === Status.Skipped && r.reason !== SkipReason.Superseded), 'skipped'],
+    [report.sources.filter((s) => !s.applied).length, `source${report.sources.filter((s) => !s.applied).length === 1 ? '' : 's'} never applied`],
+    [report.problems.filter((p) => p.severity === 'error').length, 'manifest errors'],
+  ]
+  const said = parts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)
+  return said.length === 0 ? 'nothing to trigger' : said.join(', ')
+}
+
+function conclusionOf(report: TriggerReport, failOn: FailOn): CheckConclusion {
+  if (failureOf(report, failOn) !== undefined) return 'failure'
+  // A plan is neither good nor bad news; a commit that changes nothing is fine.
+  if (report.planOnly !== undefined) return report.plan.releases.length === 0 ? 'success' : 'neutral'
+  const acted = report.results.some((r) => r.status !== Status.Skipped && r.status !== Status.Planned)
+  if (!acted) return report.results.some((r) => r.reason === SkipReason.Superseded) ? 'neutral' : 'success'
+  return report.results.some((r) => FAILED.has(r.status)) ? 'failure' : 'success'
+}
+
+/** The plan of a pull request: which release each changed source would trigger, and why. */
+function planSection(sources: readonly PlannedSource[]): string[] {
+  const rows = sources.flatMap((s) =>
+    s.targets.map((t) => `| ${code(releaseKey(t))} | ${code(s.id)} | ${s.change} | ${t.reasons.map(reasonText).join(', ')} | ${code(location(s.origin))} |`),
+  )
+  if (rows.length === 0) return ['### Plan', '', 'No release would be triggered.']
+  return fit(['### Plan', '', '| Release | Source | Change | Why | File |', '| --- | --- | --- | --- | --- |', ...rows], TABLE_BUDGET)
+}
+
+function reasonText(reason: string): string {
+  return reason === 'annotation' ? 'named by the source' : reason === 'valuesFrom' ? 'reads it (valuesFrom)' : reason
+}
+
+/** One annotation per changed source on the line that defines it, and one per manifest problem: the same on every re-run. */
+function annotationsOf(report: TriggerReport): CheckAnnotation[] {
+  const sources = report.plan.sources
+    .filter((s) => s.change !== 'deleted')
+    .map((s): CheckAnnotation => ({
+      path: s.origin.file,
+      startLine: s.origin.line,
+      level: 'notice',
+      title: `${s.id} ${s.change}`,
+      message: s.targets.length === 0 ? 'triggers no HelmRelease' : `triggers ${s.targets.map(releaseKey).join(', ')}`,
+    }))
+  const problems = report.problems.map((p): CheckAnnotation => ({
+    path: p.file,
+    startLine: p.line ?? 1,
+    level: p.severity === 'error' ? 'failure' : p.severity === 'warning' ? 'warning' : 'notice',
+    title: 'helmrelease-trigger',
+    message: p.message,
+  }))
+  return [...sources, ...problems].slice(0, MAX_ANNOTATIONS)
+}
+
+/** Past this many, the job summary lists the rest: ten requests of 50 are enough for a check. */
+const MAX_ANNOTATIONS = 500
+
+/** Keeps a table's rows within `budget` characters, saying how many were left out. */
+function fit(lines: readonly string[], budget: number): string[] {
+  const out: string[] = []
+  let used = 0
+  for (const [i, line] of lines.entries()) {
+    if (used + line.length + 1 > budget) {
+      const left = lines.length - i
+      out.push('', `…and ${left} more row${left === 1 ? '' : 's'}: the job summary has them all.`)
+      break
+    }
+    out.push(line)
+    used += line.length + 1
+  }
+  return out
+}
+
+function section(lines: readonly string[]): string[] {
+  return lines.length === 0 ? [] : [...lines, '']
+}
+
+function join(lines: readonly string[]): string {
+  return `${lines.join('\n').trimEnd()}\n`
+}
