@@ -64,6 +64,14 @@ describe('parseSettings defaults', () => {
       leaderElectionNamespace: 'flux-system',
       leaderElectionName: 'helmrelease-trigger-watch',
       recoverIntervalMs: undefined,
+      clusters: undefined,
+      cluster: undefined,
+      planFile: undefined,
+      waves: [],
+      maxParallel: 4,
+      clusterContexts: new Map(),
+      resultFile: undefined,
+      resultsDir: undefined,
     }
     expect(settingsOf({})).toEqual(expected)
   })
@@ -114,6 +122,14 @@ describe('parseSettings defaults', () => {
         'wait',
         'wait-for-apply',
         'watch-duration',
+        'clusters',
+        'cluster',
+        'plan-file',
+        'waves',
+        'max-parallel',
+        'cluster-contexts',
+        'result-file',
+        'results',
       ].sort(),
     )
   })
@@ -292,7 +308,7 @@ describe('parseSettings enums', () => {
   ] as const
 
   it('lists the documented values', () => {
-    expect(MODES).toEqual(['trigger', 'watch', 'discover', 'recover', 'drift'])
+    expect(MODES).toEqual(['trigger', 'watch', 'discover', 'recover', 'drift', 'plan', 'fleet', 'fleet-summary'])
     expect(FAIL_ON).toEqual(['error', 'warning', 'never'])
     expect(KUBECONFIG_ENCODINGS).toEqual(['auto', 'plain', 'base64'])
   })
@@ -306,8 +322,8 @@ describe('parseSettings enums', () => {
   })
 
   it.each([
-    ['mode', 'deploy', 'trigger, watch, discover, recover, drift'],
-    ['mode', 'triggers', 'trigger, watch, discover, recover, drift'],
+    ['mode', 'deploy', 'trigger, watch, discover, recover, drift, plan, fleet, fleet-summary'],
+    ['mode', 'triggers', 'trigger, watch, discover, recover, drift, plan, fleet, fleet-summary'],
     ['fail-on', 'warnings', 'error, warning, never'],
     ['fail-on', 'always', 'error, warning, never'],
     ['kubeconfig-encoding', 'yaml', 'auto, plain, base64'],
