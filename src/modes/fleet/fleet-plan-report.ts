@@ -10,8 +10,8 @@ export function fleetPlanOutputs(plan: FleetPlan): Record<string, string> {
   const waves = Object.fromEntries(Array.from({ length: plan.waves }, (_, i) => [waveOutput(i + 1), JSON.stringify(matrixOf(plan, i + 1))]))
   return {
     matrix: JSON.stringify(matrixOf(plan)),
-    clusters: JSON.stringify(releasesByCluster(plan)),
-    waves: String(plan.waves),
+    'cluster-releases': JSON.stringify(releasesByCluster(plan)),
+    'wave-count': String(plan.waves),
     ...waves,
   }
 }
