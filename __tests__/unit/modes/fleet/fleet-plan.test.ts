@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest'
 import { parseClusterList, secretName } from '../../../../src/core/cluster-list.ts'
-import { ConfigurationError } from '../../../../src/errors.ts'
-import type { FileChange, HeadFile } from '../../../../src/model.ts'
+import { ConfigurationError } from '../../../../src/lib/errors.ts'
+import type { FileChange, HeadFile } from '../../../../src/core/model.ts'
 import { assignWaves, discoverClusters } from '../../../../src/modes/fleet/clusters.ts'
 import { matrixOf, readPlanFile, releasesByCluster, writePlanFile, type FleetPlan } from '../../../../src/modes/fleet/fleet-plan.ts'
 import { fleetPlanOutputs } from '../../../../src/modes/fleet/fleet-plan-report.ts'

@@ -7,7 +7,7 @@ import type { ClusterPlan, FleetPlan } from '../../../../src/modes/fleet/fleet-p
 import { ClusterState, readResultFile, writeResultFile, type ClusterResult } from '../../../../src/modes/fleet/fleet-result.ts'
 import { fleetFailure, fleetHeadline, fleetSummaryMarkdown, fleetText } from '../../../../src/modes/fleet/fleet-summary.ts'
 import { gatherResults, runRollout } from '../../../../src/modes/fleet/rollout.ts'
-import { Status } from '../../../../src/result.ts'
+import { Status } from '../../../../src/engine/result.ts'
 
 const DIGEST = `sha256:${'1'.repeat(64)}` as const
 
