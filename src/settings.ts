@@ -6,8 +6,9 @@ import { ConfigurationError } from './lib/errors.ts'
 import { isDnsLabel, isDnsSubdomain } from './core/keys.ts'
 import { parseIgnoreRule, type IgnoreRule } from './core/field-path.ts'
 import { KUBECONFIG_ENCODINGS, type KubeconfigEncoding } from './kube/kubeconfig.ts'
+import { isClusterName, parseClusterList, type ClusterList } from './core/cluster-list.ts'
 
-export const MODES = ['trigger', 'watch', 'discover', 'recover', 'drift'] as const
+export const MODES = ['trigger', 'watch', 'discover', 'recover', 'drift', 'plan', 'fleet', 'fleet-summary'] as const
 export type Mode = (typeof MODES)[number]
 
 export const FAIL_ON = ['error', 'warning', 'never'] as const
@@ -121,6 +122,22 @@ export interface Settings {
   readonly deploymentEnvironment: string | undefined
   /** Stamp event.toolkit.fluxcd.io/commit (and change_request) on each patched release, for Flux's notification-controller. */
   readonly fluxAttribution: boolean
+  /** plan/fleet: the fleet's clusters (name=root lines, or `discover` for clusters/*); undefined plans one cluster. */
+  readonly clusters: ClusterList | undefined
+  /** trigger: execute only this cluster's part of the plan file. */
+  readonly cluster: string | undefined
+  /** plan: where to write the fleet plan; trigger/fleet/fleet-summary: the plan file to read (never planned again). */
+  readonly planFile: string | undefined
+  /** plan/fleet: ordered waves, each a list of cluster-name globs; empty: one wave. */
+  readonly waves: readonly (readonly string[])[]
+  /** fleet: clusters triggered at once at most. */
+  readonly maxParallel: number
+  /** fleet: kubeconfig context of each cluster (default: the context named like the cluster). */
+  readonly clusterContexts: ReadonlyMap<string, string>
+  /** trigger with a plan file: where to write this cluster's result for fleet-summary. */
+  readonly resultFile: string | undefined
+  /** fleet-summary: directory holding the clusters' result files. */
+  readonly resultsDir: string | undefined
 }
 
 /** Reads one named input; returns '' when it is not set (like @actions/core's getInput). */
@@ -174,7 +191,47 @@ export function parseSettings(read: InputReader): Settings {
     checkName: singleLine(read, 'check-name', 'helmrelease-trigger', 100),
     deploymentEnvironment: optionalSingleLine(read, 'deployment-environment', 255),
     fluxAttribution: bool(read, 'flux-attribution', true),
+    clusters: parseClusterList(lines(read, 'clusters', [])),
+    cluster: clusterName(read),
+    planFile: optional(read, 'plan-file'),
+    waves: waves(read),
+    maxParallel: integer(read, 'max-parallel', 4, { min: 1, max: 256 }),
+    clusterContexts: clusterContexts(read),
+    resultFile: optional(read, 'result-file'),
+    resultsDir: optional(read, 'results'),
   }
+}
+
+function clusterName(read: InputReader): string | undefined {
+  const v = optional(read, 'cluster')
+  if (v !== undefined && !isClusterName(v)) {
+    throw new ConfigurationError(`Input 'cluster' must be a cluster name of the plan (letters, digits, '-', '_' and '.'); got '${v}'.`)
+  }
+  return v
+}
+
+/** One wave per line, its cluster-name globs separated by commas or spaces; '#' lines are comments. */
+function waves(read: InputReader): readonly (readonly string[])[] {
+  return read('waves')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => l.split(/[\s,]+/).filter((g) => g !== ''))
+}
+
+/** `name=context` per item. */
+function clusterContexts(read: InputReader): ReadonlyMap<string, string> {
+  return new Map(
+    lines(read, 'cluster-contexts', []).map((item) => {
+      const eq = item.indexOf('=')
+      const name = item.slice(0, eq).trim()
+      const context = item.slice(eq + 1).trim()
+      if (eq < 1 || context === '' || !isClusterName(name)) {
+        throw new ConfigurationError(`Input 'cluster-contexts' must list cluster=context items, such as prod-eu=gke_acme_europe-west1_prod; got '${item}'.`)
+      }
+      return [name, context] as const
+    }),
+  )
 }
 
 /**

@@ -151,13 +151,13 @@ describe('main', () => {
   it.each([[['--help']], [['help']], [[]], [['plan', '--help']], [['trigger', '--help']]])('%j prints the usage and returns 0', async (argv) => {
     const io = recordingIo()
     expect(await main(argv, io)).toBe(0)
-    expect(io.stdout()).toMatch(/^Usage: helmrelease-trigger <plan\|trigger\|discover\|recover\|drift\|watch> \[flags\]\n/)
+    expect(io.stdout()).toMatch(/^Usage: helmrelease-trigger <plan\|trigger\|fleet\|fleet-summary\|discover\|recover\|drift\|watch> \[flags\]\n/)
     expect(io.stdout()).toContain('--no-discover')
     expect(io.stderr()).toBe('')
   })
 
   it.each([
-    [['bogus'], "error: Unknown command 'bogus'; expected plan, trigger, discover, recover, drift, watch.\n"],
+    [['bogus'], "error: Unknown command 'bogus'; expected plan, trigger, discover, recover, drift, watch, fleet, fleet-summary.\n"],
     [['plan', '--bogus'], "error: Unknown flag --bogus. Run 'helmrelease-trigger --help'.\n"],
     [['plan', '--timeout', 'forever'], "error: Input 'timeout' must be a duration like 5m, 90s or 1h30m; got 'forever'.\n"],
     [['plan', '--fail-on', 'sometimes'], "error: Input 'fail-on' must be one of error, warning, never; got 'sometimes'.\n"],

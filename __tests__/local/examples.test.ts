@@ -65,7 +65,8 @@ function isOurWorkflow(uses: unknown): boolean {
   return typeof uses === 'string' && (uses === `./${REUSABLE}` || /^[\w.-]+\/helmrelease-trigger\/\.github\/workflows\/trigger\.yml@[\w./-]+$/.test(uses))
 }
 
-const SECRET_EXPRESSION = /^\$\{\{\s*secrets\.[A-Za-z_][A-Za-z0-9_]*\s*\}\}$/
+// secrets[matrix.secret]: a fleet's matrix job reads its own cluster's secret, named by the plan.
+const SECRET_EXPRESSION = /^\$\{\{\s*secrets(\.[A-Za-z_][A-Za-z0-9_]*|\[matrix\.[A-Za-z_][\w-]*\])\s*\}\}$/
 /** Keys whose value is a credential, whatever the action (kubeconfig, password, client-secret, token…). */
 const CREDENTIAL_KEY = /(^|[-_])(kubeconfig|password|secret|token|credentials|private[-_]?key|access[-_]key)$/i
 /** Credentials pasted into a file. */
@@ -234,8 +235,9 @@ describe.each(FILES)('%s', (file) => {
       steps.forEach((step, i) => {
         const inputs = record(step['with'])
         if (!isOurAction(step['uses']) || inputs['kubeconfig'] !== undefined) return
-        // discover with from-git reads the repository alone.
+        // discover with from-git reads the repository alone; so do plan and fleet-summary.
         if (inputs['mode'] === 'discover' && String(inputs['from-git']) === 'true') return
+        if (inputs['mode'] === 'plan' || inputs['mode'] === 'fleet-summary') return
         const before = steps.slice(0, i)
         const produced = before.some((s) => KUBECONFIG_PRODUCERS.test(String(s['uses'] ?? '')) || /KUBECONFIG=.*GITHUB_ENV/s.test(String(s['run'] ?? '')))
         const runnerOwn = typeof job['runs-on'] !== 'string' || job['runs-on'].includes('${{') || job['runs-on'].includes('self-hosted')

@@ -69,6 +69,14 @@ describe('parseSettings defaults', () => {
       checkName: 'helmrelease-trigger',
       deploymentEnvironment: undefined,
       fluxAttribution: true,
+      clusters: undefined,
+      cluster: undefined,
+      planFile: undefined,
+      waves: [],
+      maxParallel: 4,
+      clusterContexts: new Map(),
+      resultFile: undefined,
+      resultsDir: undefined,
     }
     expect(settingsOf({})).toEqual(expected)
   })
@@ -124,6 +132,14 @@ describe('parseSettings defaults', () => {
         'check-name',
         'deployment-environment',
         'flux-attribution',
+        'clusters',
+        'cluster',
+        'plan-file',
+        'waves',
+        'max-parallel',
+        'cluster-contexts',
+        'result-file',
+        'results',
       ].sort(),
     )
   })
@@ -320,7 +336,7 @@ describe('parseSettings enums', () => {
   ] as const
 
   it('lists the documented values', () => {
-    expect(MODES).toEqual(['trigger', 'watch', 'discover', 'recover', 'drift'])
+    expect(MODES).toEqual(['trigger', 'watch', 'discover', 'recover', 'drift', 'plan', 'fleet', 'fleet-summary'])
     expect(FAIL_ON).toEqual(['error', 'warning', 'never'])
     expect(KUBECONFIG_ENCODINGS).toEqual(['auto', 'plain', 'base64'])
   })
@@ -334,8 +350,8 @@ describe('parseSettings enums', () => {
   })
 
   it.each([
-    ['mode', 'deploy', 'trigger, watch, discover, recover, drift'],
-    ['mode', 'triggers', 'trigger, watch, discover, recover, drift'],
+    ['mode', 'deploy', 'trigger, watch, discover, recover, drift, plan, fleet, fleet-summary'],
+    ['mode', 'triggers', 'trigger, watch, discover, recover, drift, plan, fleet, fleet-summary'],
     ['fail-on', 'warnings', 'error, warning, never'],
     ['fail-on', 'always', 'error, warning, never'],
     ['kubeconfig-encoding', 'yaml', 'auto, plain, base64'],

@@ -25,6 +25,8 @@ export const ALLOWED = {
   'modes/*': ['lib', 'core', 'engine', 'render', 'settings', ...ADAPTERS, 'modes'],
   // Watch mode triggers through trigger's release action and runs recover's periodic pass.
   'modes/watch': ['lib', 'core', 'engine', 'render', 'settings', ...ADAPTERS, 'modes', 'modes/trigger', 'modes/recover'],
+  // Fleet mode runs trigger's pipeline on each cluster's part of one plan.
+  'modes/fleet': ['lib', 'core', 'engine', 'render', 'settings', ...ADAPTERS, 'modes', 'modes/trigger'],
   entry: ['*'],
 }
 

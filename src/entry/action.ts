@@ -17,10 +17,14 @@ import { failureOf, headline, outputsOf, summaryMarkdown } from '../modes/trigge
 import { cell } from '../lib/text.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { parseSettings, type Settings } from '../settings.ts'
-import { runTrigger } from '../modes/trigger/pipeline.ts'
+import { planReport, preparePlan, runTrigger } from '../modes/trigger/pipeline.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
 import { logLine, plainText } from '../lib/untrusted.ts'
 import { githubRunOf } from './github.ts'
+import type { FleetPlan } from '../modes/fleet/fleet-plan.ts'
+import { fleetPlanHeadline, fleetPlanMarkdown, fleetPlanOutputs } from '../modes/fleet/fleet-plan-report.ts'
+import { fleetFailure, fleetHeadline, fleetOutput, fleetSummaryMarkdown, type FleetReport } from '../modes/fleet/fleet-summary.ts'
+import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -35,12 +39,17 @@ export async function run(env: Env = process.env): Promise<void> {
     const event = await readEvent(env['GITHUB_EVENT_PATH'])
     // A pull request runs code and inputs of its author: only trigger's plan and discover from git may run.
     const refused = clusterRefused(eventName, event, settings.allowPullRequests)
-    if (refused !== undefined && settings.mode !== 'trigger' && !(settings.mode === 'discover' && settings.fromGit)) {
+    const noCluster = settings.mode === 'plan' || settings.mode === 'fleet-summary' || (settings.mode === 'discover' && settings.fromGit)
+    if (refused !== undefined && settings.mode !== 'trigger' && !noCluster) {
       throw new ConfigurationError(`mode '${settings.mode}' needs the cluster, refused: ${refused}. Run it on push, schedule or workflow_dispatch.`)
     }
     switch (settings.mode) {
       case 'trigger': {
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        if (settings.planFile !== undefined || settings.cluster !== undefined) {
+          const { report } = await runClusterPart(settings, context, { git, connect: async () => cluster(), clock: systemClock, log, outcome })
+          return await publish(report, settings, env)
+        }
         if (settings.githubToken !== undefined) core.setSecret(settings.githubToken)
         const github = githubRunOf(settings, { ...context, env, log, sleep: systemClock.sleep, now: systemClock.now })
         await github.start()
@@ -54,6 +63,19 @@ export async function run(env: Env = process.env): Promise<void> {
         await publish(report, settings, env)
         return await github.finish(report)
       }
+      case 'plan': {
+        const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        if (settings.clusters === undefined)
+          return await publish(planReport(await preparePlan(settings, context, await git()), settings, 'plan only'), settings, env)
+        return await publishFleetPlan(await runFleetPlan(settings, context, await git()), settings, env)
+      }
+      case 'fleet': {
+        const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        const connectTo = async (name: string | undefined) => connect({ ...settings, context: name }, { env, mask: (s) => core.setSecret(s) })
+        return await publishFleet(await runFleet(settings, context, { git, connect: connectTo, clock: systemClock, log, outcome }), env)
+      }
+      case 'fleet-summary':
+        return await publishFleet(await runFleetSummary(settings), env)
       case 'recover':
         return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)
       case 'discover':
@@ -146,6 +168,42 @@ function annotate(severity: 'error' | 'warning' | 'notice', message: string, pro
   if (severity === 'error') core.error(text, properties)
   else if (severity === 'warning') core.warning(text, properties)
   else core.notice(text, properties)
+}
+
+async function publishFleetPlan(plan: FleetPlan, settings: Settings, env: Env): Promise<void> {
+  // A file shared by several clusters' trees is one annotation, not one per cluster.
+  const seen = new Set<string>()
+  for (const p of plan.clusters.flatMap((c) => c.plan.problems)) {
+    const key = `${p.file}:${p.line ?? ''}:${p.message}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    const properties = { file: p.file, ...(p.line === undefined ? {} : { startLine: p.line }), title: 'helmrelease-trigger' }
+    if (p.severity === 'error') core.error(p.message, properties)
+    else if (p.severity === 'warning') core.warning(p.message, properties)
+    else core.notice(p.message, properties)
+  }
+  for (const [name, value] of Object.entries(fleetPlanOutputs(plan))) core.setOutput(name, value)
+  if (settings.planFile !== undefined) core.setOutput('plan-file', settings.planFile)
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(fleetPlanMarkdown(plan)).write()
+  core.info(`helmrelease-trigger ${fleetPlanHeadline(plan)}`)
+  const failing = plan.clusters
+    .flatMap((c) => c.plan.problems)
+    .filter((p) => p.severity === 'error' || (settings.failOn === 'warning' && p.severity === 'warning'))
+  const errors = [...new Set(failing.map((p) => `${p.file}:${p.line ?? ''}:${p.message}`))]
+  if (settings.failOn !== 'never' && errors.length > 0)
+    core.setFailed(`${errors.length} manifest problem${errors.length === 1 ? '' : 's'} (fail-on: ${settings.failOn}); see the annotations.`)
+}
+
+async function publishFleet(report: FleetReport, env: Env): Promise<void> {
+  core.setOutput('fleet', JSON.stringify(fleetOutput(report)))
+  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(fleetSummaryMarkdown(report)).write()
+  core.info(`helmrelease-trigger ${fleetHeadline(report)}`)
+  for (const c of report.clusters) {
+    core.info(`  ${c.cluster} (wave ${c.wave}): ${c.state}${c.message === undefined ? '' : ` ${c.message}`}`)
+    for (const r of c.results) core.info(`    ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
+  }
+  const failure = fleetFailure(report)
+  if (failure !== undefined) core.setFailed(failure)
 }
 
 function runUrl(env: Env): string | undefined {

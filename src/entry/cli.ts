@@ -23,6 +23,9 @@ import { systemClock, type Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
 import { githubRunOf } from './github.ts'
+import { fleetPlanOutputs, fleetPlanText } from '../modes/fleet/fleet-plan-report.ts'
+import { fleetFailure, fleetOutput, fleetText, type FleetReport } from '../modes/fleet/fleet-summary.ts'
+import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -68,15 +71,27 @@ const VALUE_INPUTS = new Set([
   'github-report',
   'check-name',
   'deployment-environment',
+  'clusters',
+  'cluster',
+  'waves',
+  'max-parallel',
+  'cluster-contexts',
+  'result-file',
+  'results',
 ])
-const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help', 'github-repository'])
-const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore'])
-const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch'] as const
+const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help', 'plan', 'github-repository'])
+const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore', 'clusters', 'waves', 'cluster-contexts'])
+const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch', 'fleet', 'fleet-summary'] as const
 
-const USAGE = `Usage: helmrelease-trigger <plan|trigger|discover|recover|drift|watch> [flags]
+const USAGE = `Usage: helmrelease-trigger <plan|trigger|fleet|fleet-summary|discover|recover|drift|watch> [flags]
 
-  plan      show which HelmReleases a commit range would trigger (no cluster needed)
-  trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome
+  plan      show which HelmReleases a commit range would trigger (no cluster needed); with
+            --clusters, per cluster of the fleet, saved with --plan FILE
+  trigger   wait for the config to reach the cluster, patch the releases, wait for the outcome;
+            with --plan FILE --cluster NAME, only that cluster's part of a saved plan
+  fleet     plan once (or --plan FILE) and trigger every cluster with work over its kubeconfig
+            context, --max-parallel at once, wave after wave; one fleet summary
+  fleet-summary  the fleet summary from a plan file and a directory of cluster results
   discover  label the HelmReleases that use valuesFrom (unlabel those that stopped) and lint
             the wiring; --from-git lints the repository's manifests alone (no cluster)
   recover   re-trigger releases that failed for a transient reason or stalled, within a budget
@@ -114,6 +129,14 @@ Flags (the action's inputs):
   --github-repository O/R      trigger: the GitHub repository to report to (default $GITHUB_REPOSITORY)
   --github-report check,comment|none --check-name NAME --deployment-environment ENV
   --no-flux-attribution        do not stamp event.toolkit.fluxcd.io/commit on patched releases
+  --clusters NAME=PATH         plan/fleet: a cluster and its Flux root, repeatable; or 'discover' (clusters/*)
+  --waves 'GLOB …'             plan/fleet: one wave per flag, in order, e.g. --waves staging --waves 'prod-*'
+  --plan FILE                  plan: write the fleet plan; trigger/fleet/fleet-summary: read it (no re-plan)
+  --cluster NAME               trigger: execute only this cluster's part of --plan
+  --max-parallel 4             fleet: clusters at once
+  --cluster-contexts NAME=CTX  fleet: kubeconfig context of a cluster (default: the context named like it)
+  --result-file FILE           trigger --cluster: write the cluster's result (for fleet-summary)
+  --results DIR                fleet-summary: directory of the clusters' result files
   --repo DIR                   repository (default: current directory)
   --json                       print the result as JSON
 `
@@ -178,6 +201,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
       // The environment is the safer place for a token: a flag shows in the process list.
       if (name === 'github-token') return args.inputs.get(name) ?? io.env['GITHUB_TOKEN'] ?? ''
+      if (name === 'plan-file') return args.flags.get('plan') ?? ''
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
@@ -203,6 +227,30 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return exitCode(driftFailure(report), io)
     }
     const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
+    if (command === 'fleet-summary') return printFleet(await runFleetSummary(settings), json, io)
+    if (command === 'fleet') {
+      const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
+      const report = await runFleet(settings, context, {
+        git: repo,
+        connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
+        clock: systemClock,
+        log,
+        outcome: createOutcomeWaiter({ clock: systemClock, log }),
+      })
+      return printFleet(report, json, io)
+    }
+    if (command === 'trigger' && (settings.cluster !== undefined || settings.planFile !== undefined)) {
+      const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
+      const { report } = await runClusterPart(settings, context, {
+        git: repo,
+        connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
+        clock: systemClock,
+        log,
+        outcome: createOutcomeWaiter({ clock: systemClock, log }),
+      })
+      print(report, json, io)
+      return exitCode(failureOf(report, settings.failOn), io)
+    }
     if (command === 'discover') {
       const report = await runDiscover(settings, 'HEAD', { git: repo, connect: cluster, log })
       io.out(json ? `${jsonText(report, 2)}\n` : logText(discoverText(report)))
@@ -212,6 +260,11 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     const head = settings.head ?? (await git.resolve('HEAD'))
     if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
+    if (command === 'plan' && settings.clusters !== undefined) {
+      const plan = await runFleetPlan(settings, context, git)
+      io.out(json ? `${JSON.stringify(fleetPlanOutputs(plan), null, 2)}\n` : fleetPlanText(plan))
+      return 0
+    }
     if (command === 'plan') {
       const report = planReport(await preparePlan(settings, context, git), settings, 'plan only')
       print(report, json, io)
@@ -256,6 +309,11 @@ function exitCode(failure: string | undefined, io: CliIo): number {
 function print(report: TriggerReport, json: boolean, io: CliIo): void {
   if (json) io.out(`${jsonText(outputsOf(report), 2)}\n`)
   else io.out(logText(textReport(report)))
+}
+
+function printFleet(report: FleetReport, json: boolean, io: CliIo): number {
+  io.out(json ? `${JSON.stringify(fleetOutput(report), null, 2)}\n` : fleetText(report))
+  return exitCode(fleetFailure(report), io)
 }
 
 function readKubeconfig(file: string): string {

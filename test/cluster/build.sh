@@ -3,7 +3,10 @@
 # helm-controller) from their Go modules and caches them outside the clone, keyed
 # by a hash of the wrapper module that pins them. A cached build is reused as is.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller ...]
+# Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
+# with it), cached the same way.
+#
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|actionlint ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -84,6 +87,10 @@ for t in "${targets[@]}"; do
       ;;
     source-controller) build source-controller source-controller github.com/fluxcd/source-controller ;;
     helm-controller) build helm-controller helm-controller github.com/fluxcd/helm-controller ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller or helm-controller)" >&2; exit 2 ;;
+    actionlint)
+      al_version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/rhysd/actionlint" { print $2; exit }' "$here/actionlint/go.mod")
+      build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint "-X github.com/rhysd/actionlint.version=$al_version" "$al_version"
+      ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller or actionlint)" >&2; exit 2 ;;
   esac
 done

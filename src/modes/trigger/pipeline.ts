@@ -63,10 +63,7 @@ export function planOptionsOf(settings: Settings): PlanOptions {
 
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
 export async function preparePlan(settings: Settings, context: RunContext, git: GitReader): Promise<PreparedPlan> {
-  const range = await resolveRange(
-    { event: context.event, eventName: context.eventName, inputs: { base: settings.base, head: settings.head, fullSync: settings.fullSync }, sha: context.sha },
-    git,
-  )
+  const range = await rangeOf(settings, context, git)
   const filter = pathFilter(settings.paths)
   const [changes, headFiles] = await Promise.all([
     range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
@@ -76,6 +73,14 @@ export async function preparePlan(settings: Settings, context: RunContext, git: 
   return { range, plan: planChanges({ ...input, parsed: await parseInParallel(input) }), headFiles }
 }
 
+/** Step 1: the commits the run compares, from the inputs and the event. */
+export function rangeOf(settings: Settings, context: RunContext, git: GitReader): Promise<Range> {
+  return resolveRange(
+    { event: context.event, eventName: context.eventName, inputs: { base: settings.base, head: settings.head, fullSync: settings.fullSync }, sha: context.sha },
+    git,
+  )
+}
+
 /** A report of the plan alone: nothing read from or written to a cluster. */
 export function planReport(prepared: PreparedPlan, settings: Settings, why: string): TriggerReport {
   const { range, plan } = prepared
@@ -83,8 +88,12 @@ export function planReport(prepared: PreparedPlan, settings: Settings, why: stri
 }
 
 export async function runTrigger(settings: Settings, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
+  return executePlan(await preparePlan(settings, context, deps.git), settings, context, deps)
+}
+
+/** Steps 3–7 on a plan made here or read back from a fleet plan file (never planned again). */
+export async function executePlan(prepared: PreparedPlan, settings: Settings, context: RunContext, deps: Omit<TriggerDeps, 'git'>): Promise<TriggerReport> {
   const keys = keysFor(settings.annotationPrefix)
-  const prepared = await preparePlan(settings, context, deps.git)
   const { range, headFiles } = prepared
   let plan = prepared.plan
   const base = { range, dryRun: settings.dryRun, notes: [...range.notes], problems: plan.problems }
@@ -273,7 +282,7 @@ async function applySources(
   head: string,
   settings: Settings,
   deadline: number,
-  deps: TriggerDeps,
+  deps: Omit<TriggerDeps, 'git'>,
 ): Promise<SourceResult[]> {
   const needed = plan.sources.filter((s) => s.change !== 'deleted' && s.targets.length > 0)
   const refused = settings.apply ? await applyManifests(cluster, needed, headFiles, settings, deps.log) : new Map<SourceId, string>()
@@ -300,7 +309,7 @@ async function waitForSource(
   head: string,
   settings: Settings,
   deadline: number,
-  deps: TriggerDeps,
+  deps: Omit<TriggerDeps, 'git'>,
 ): Promise<SourceResult> {
   const started = deps.clock.now()
   let last = 'not found in the cluster'
@@ -574,7 +583,7 @@ async function recordFailures(
   results: readonly ReleaseResult[],
   triggered: readonly Triggered[],
   context: RunContext,
-  deps: TriggerDeps,
+  deps: Omit<TriggerDeps, 'git'>,
 ): Promise<void> {
   const byKey = new Map(triggered.map((t) => [releaseKey(t.planned), t.release]))
   await Promise.all(

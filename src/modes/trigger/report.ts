@@ -10,7 +10,7 @@ import { FAILED, Status, type ReleaseResult, type TriggerReport } from '../../en
 import type { FailOn } from '../../settings.ts'
 import { short } from '../../core/digest.ts'
 
-const ICON: Readonly<Record<Status, string>> = {
+export const ICON: Readonly<Record<Status, string>> = {
   Triggered: '🚀',
   Upgraded: '✅',
   Unchanged: '➖',
