@@ -66,7 +66,6 @@ describe('drift of a release installed by the real helm-controller', () => {
   })
 
   it('is in sync as installed: every rendered object read and compared', async () => {
-    const started = Date.now()
     const report = await drift(ns)
     const [release] = report.releases
     expect(release, rendered(report)).toMatchObject({
@@ -81,7 +80,6 @@ describe('drift of a release installed by the real helm-controller', () => {
       inSync: driftChartObjects('app').length,
       drifted: [],
     })
-    expect(Date.now() - started).toBeLessThan(10_000)
   })
 
   it('reports an edited field with its path and both values, a Secret change without values, and not the HPA-owned replicas', async () => {

