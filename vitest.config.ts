@@ -11,12 +11,15 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['__tests__/unit/**/*.test.ts'],
+          // A bound for a hang, not a speed check: CI shares 2 cores with the cluster tests.
+          testTimeout: 60_000,
         },
       },
       {
         test: {
           name: 'local',
           include: ['__tests__/local/**/*.test.ts'],
+          testTimeout: 120_000,
         },
       },
       {
