@@ -1,7 +1,7 @@
 // The per-release decision (pure), the merge patch it leads to, and the requestedAt token.
 
 import { describe, expect, it } from 'vitest'
-import { buildPatch, compactDigestJson, decide, SkipReason, supersededBy, type Decision } from '../../../../src/modes/trigger/decision.ts'
+import { buildPatch, compactDigestJson, decide, SkipReason, supersededBy, type Decision } from '../../../../src/modes/trigger/action.ts'
 import { isStalled, recordedDigests } from '../../../../src/core/helmrelease.ts'
 import { newToken } from '../../../../src/engine/tokens.ts'
 import { keysFor } from '../../../../src/core/keys.ts'
