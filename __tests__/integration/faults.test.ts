@@ -3,9 +3,12 @@
 // fault proxy, answers lost after the apiserver acted, and the apiserver killed and restarted
 // in the middle of a 1,000-release fan-out. After every run the releases themselves are read
 // and compared with the report: a release is triggered exactly once or listed as failed.
+// The lost answer (the patch lands, its answer is lost, the client's retry gets 409) is run
+// for every mode that writes a HelmRelease: trigger, recover, drift-correct, discover, watch.
 
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node'
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connect } from '../../src/kube/connect.ts'
 import { createGitReader } from '../../src/git/reader.ts'
@@ -16,11 +19,17 @@ import { sleep } from '../../src/lib/retry.ts'
 import { parseSettings } from '../../src/settings.ts'
 import { runTrigger } from '../../src/modes/trigger/pipeline.ts'
 import { systemClock } from '../../src/engine/ports.ts'
+import { runDiscover } from '../../src/modes/discover/run.ts'
+import { runDrift } from '../../src/modes/drift/run.ts'
+import { encodeRelease } from '../../src/modes/drift/storage.ts'
+import { runRecover } from '../../src/modes/recover/run.ts'
+import { connectObjects } from '../../src/kube/connect.ts'
 import { startCluster, type LocalCluster } from '../../test/support/cluster.ts'
 import { startFaultProxy, type FaultProxy, type ProxiedRequest } from '../../test/support/fault-proxy.ts'
 import { HELM_RELEASE, helmRelease } from '../../test/support/flux.ts'
-import { kubeconfigYaml } from '../../test/support/kube.ts'
+import { kubeconfigYaml, waitFor } from '../../test/support/kube.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { startWatch } from '../../test/support/watch.ts'
 
 let cluster: LocalCluster
 let proxy: FaultProxy
@@ -263,6 +272,8 @@ describe('faults between the action and a real apiserver', () => {
 
     expect(await audit(s, report, started)).toEqual({ triggered: 20, failed: 0, failedButWritten: 0 })
     expect(patchesOf(s.ns).filter((p) => p.fault === 'lose-answer')).toHaveLength(20)
+    // Each lost patch and the client's retry of it (which conflicts); a third would be a second write.
+    expect(patchesOf(s.ns)).toHaveLength(40)
   })
 
   it('drops connections: every dropped request is retried and the run completes', async () => {
@@ -312,4 +323,197 @@ describe('faults between the action and a real apiserver', () => {
     },
     300_000,
   )
+})
+
+// ---- The lost answer in every mode that writes ------------------------------------------------
+
+const REQUESTED_AT = 'reconcile.fluxcd.io/requestedAt'
+const FORCE_AT = 'reconcile.fluxcd.io/forceAt'
+const LABEL = 'nebius.ai/helmrelease-trigger-operator'
+
+/** Settings whose cluster is the fault proxy (admin token), no outcome wait. */
+function viaProxy(inputs: Record<string, string>) {
+  const all: Record<string, string> = {
+    kubeconfig: kubeconfigYaml({ server: proxy.server, caData: cluster.caData, token: cluster.adminToken }),
+    wait: 'false',
+    ...inputs,
+  }
+  return parseSettings((name) => all[name] ?? '')
+}
+
+/** The first PATCH of each HelmRelease in `ns` lands, and its answer is lost: the client's retry then conflicts. */
+function loseFirstAnswer(ns: string): void {
+  proxy.rule = ({ method, path, n }) => (method === 'PATCH' && path.startsWith(`${HR_PATH}${ns}/`) && n === 1 ? { kind: 'lose-answer' } : undefined)
+}
+
+async function freshNamespace(prefix: string): Promise<string> {
+  const ns = `${prefix}-${Math.random().toString(16).slice(2, 8)}`
+  await cluster.createNamespace(ns)
+  return ns
+}
+
+async function createRelease(ns: string, name: string, extra: Partial<Parameters<typeof helmRelease>[0]> = {}): Promise<void> {
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi)
+  await custom.createNamespacedCustomObject({ ...HELM_RELEASE, namespace: ns, body: helmRelease({ namespace: ns, name, repository: 'absent', ...extra }) })
+}
+
+async function patchStatus(ns: string, name: string, status: Record<string, unknown>): Promise<void> {
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi)
+  await custom.patchNamespacedCustomObjectStatus(
+    { ...HELM_RELEASE, namespace: ns, name, body: { status } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  )
+}
+
+async function liveMetadata(ns: string, name: string): Promise<{ annotations: Record<string, string>; labels: Record<string, string> }> {
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi)
+  const o = (await custom.getNamespacedCustomObject({ ...HELM_RELEASE, namespace: ns, name })) as {
+    metadata: { annotations?: Record<string, string>; labels?: Record<string, string> }
+  }
+  return { annotations: o.metadata.annotations ?? {}, labels: o.metadata.labels ?? {} }
+}
+
+async function eventCount(ns: string, name: string, reason: string): Promise<number> {
+  const events = await cluster.kubeconfig.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: ns })
+  return events.items.filter((e) => e.reason === reason && e.involvedObject.name === name).length
+}
+
+const lostAnswers = (ns: string) => patchesOf(ns).filter((p) => p.fault === 'lose-answer').length
+/** The lost patch and the client's retry of it (which conflicts): a third would be a second write. */
+const ONE_WRITE = 2
+const noop = { info: () => undefined, warning: () => undefined }
+
+describe('a patch whose answer was lost, in every mode that writes: reported once, as written', () => {
+  it('recover: the recovery is requested once and reported as requested, not as backing off', async () => {
+    const ns = await freshNamespace('lost-recover')
+    await createRelease(ns, 'app')
+    const now = new Date().toISOString()
+    await patchStatus(ns, 'app', {
+      conditions: [
+        { type: 'Ready', status: 'False', reason: 'UpgradeFailed', message: 'Helm upgrade failed: context deadline exceeded', lastTransitionTime: now },
+      ],
+    })
+    loseFirstAnswer(ns)
+    const report = await runRecover(viaProxy({ mode: 'recover', namespaces: ns }), {
+      connect: async () => connect(viaProxy({}), { env: {}, mask: () => undefined }),
+      clock: systemClock,
+      log: noop,
+    }).finally(() => (proxy.rule = () => undefined))
+
+    const live = await liveMetadata(ns, 'app')
+    const summary = report.results.map((r) => `${r.name}:${r.status}:${r.reason}`)
+    console.info(`recover, lost answer: ${JSON.stringify(summary)}; recover-attempts ${live.annotations['nebius.ai/recover-attempts']}`)
+    expect(lostAnswers(ns)).toBe(1)
+    expect(patchesOf(ns)).toHaveLength(ONE_WRITE)
+    expect(summary).toEqual(['app:Triggered:RecoveryRequested'])
+    expect(live.annotations[REQUESTED_AT]).toBe(report.results[0]?.token)
+    expect(live.annotations['nebius.ai/recover-attempts']).toBe('1')
+    expect(await eventCount(ns, 'app', 'RecoveryRequested')).toBe(1)
+  })
+
+  it('discover: the label change is reported once as done', async () => {
+    const ns = await freshNamespace('lost-discover')
+    await createRelease(ns, 'app', { valuesFrom: [{ kind: 'ConfigMap', name: 'values' }] })
+    loseFirstAnswer(ns)
+    const report = await runDiscover(viaProxy({ mode: 'discover', namespaces: ns }), '', {
+      git: () => Promise.reject(new Error('no git in cluster mode')),
+      connect: async () => connect(viaProxy({}), { env: {}, mask: () => undefined }),
+      log: noop,
+    }).finally(() => (proxy.rule = () => undefined))
+
+    const labels = report.labels.map((l) => `${l.name}:${l.action}:${l.status}`)
+    console.info(`discover, lost answer: ${JSON.stringify(labels)}`)
+    expect(lostAnswers(ns)).toBe(1)
+    expect(patchesOf(ns)).toHaveLength(ONE_WRITE)
+    expect(labels).toEqual(['app:add:done'])
+    expect((await liveMetadata(ns, 'app')).labels[LABEL]).toBe('true')
+  })
+
+  it('drift-correct: one forced upgrade is requested and reported, not a second one', async () => {
+    const ns = await freshNamespace('lost-drift')
+    await createRelease(ns, 'app')
+    const manifest = `---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\n  namespace: ${ns}\ndata:\n  level: "1"\n`
+    const stored = { name: 'app', namespace: ns, version: 1, info: { status: 'deployed' }, manifest, chart: { metadata: { name: 'demo', version: '0.1.0' } } }
+    const core = cluster.kubeconfig.makeApiClient(CoreV1Api)
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'sh.helm.release.v1.app.v1', namespace: ns, labels: { owner: 'helm', name: 'app', version: '1', status: 'deployed' } },
+        type: 'helm.sh/release.v1',
+        data: { release: encodeRelease(stored) },
+      },
+    })
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'app-config', namespace: ns }, data: { level: '2' } } })
+    const now = new Date().toISOString()
+    const digest = `sha256:${'0'.repeat(64)}`
+    await patchStatus(ns, 'app', {
+      history: [
+        {
+          name: 'app',
+          namespace: ns,
+          version: 1,
+          status: 'deployed',
+          chartName: 'demo',
+          chartVersion: '0.1.0',
+          configDigest: digest,
+          digest,
+          firstDeployed: now,
+          lastDeployed: now,
+        },
+      ],
+    })
+    loseFirstAnswer(ns)
+    const settings = viaProxy({ mode: 'drift', namespaces: ns, 'drift-action': 'correct' })
+    const report = await runDrift(settings, {
+      objects: async () => connectObjects(settings, { env: {}, mask: () => undefined }),
+      connect: async () => connect(settings, { env: {}, mask: () => undefined }),
+      clock: systemClock,
+      log: noop,
+    }).finally(() => (proxy.rule = () => undefined))
+
+    const live = await liveMetadata(ns, 'app')
+    const corrections = report.releases.map((r) => `${r.name}:${r.state}:${r.correction?.status}:${r.correction?.reason}`)
+    console.info(`drift-correct, lost answer: ${JSON.stringify(corrections)}; PATCH requests ${patchesOf(ns).length}`)
+    expect(lostAnswers(ns)).toBe(1)
+    expect(patchesOf(ns)).toHaveLength(ONE_WRITE)
+    expect(corrections).toEqual(['app:Drifted:Triggered:CorrectionRequested'])
+    const token = report.releases[0]?.correction?.token
+    expect(live.annotations[REQUESTED_AT]).toBe(token)
+    expect(live.annotations[FORCE_AT]).toBe(token)
+    expect(await eventCount(ns, 'app', 'DriftCorrectionRequested')).toBe(1)
+  })
+
+  it('watch: the release is triggered once, logged and counted once', async () => {
+    const ns = await freshNamespace('lost-watch')
+    await createRelease(ns, 'app', { valuesFrom: [{ kind: 'ConfigMap', name: 'values' }] })
+    await cluster.kubeconfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+      namespace: ns,
+      body: {
+        metadata: { name: 'values', namespace: ns, labels: { [LABEL]: 'true' }, annotations: { 'nebius.ai/helmreleases-name': 'app' } },
+        data: { 'values.yaml': 'level: 1\n' },
+      },
+    })
+    const kubeconfigPath = join(cluster.dir, `proxy-${ns}.yaml`)
+    await writeFile(kubeconfigPath, kubeconfigYaml({ server: proxy.server, caData: cluster.caData, token: cluster.adminToken }))
+    loseFirstAnswer(ns)
+    const w = startWatch({ kubeconfigPath, inputs: { namespaces: ns } })
+    try {
+      const line = await w.line('release triggered', { release: `${ns}/app` })
+      const live = await waitFor(async () => ((await eventCount(ns, 'app', 'ConfigChanged')) > 0 ? liveMetadata(ns, 'app') : undefined), { timeoutMs: 30_000 })
+      const m = await w.metrics()
+      const triggered = w.lines.filter((l) => l.msg === 'release triggered').length
+      const failed = w.lines.filter((l) => l.msg === 'release trigger failed').map((l) => `${String(l['reason'])}: ${String(l['detail'])}`)
+      console.info(`watch, lost answer: ${triggered} triggered line(s), failed ${JSON.stringify(failed)}`)
+      expect(lostAnswers(ns)).toBe(1)
+      expect(patchesOf(ns)).toHaveLength(ONE_WRITE)
+      expect(triggered).toBe(1)
+      expect(failed).toEqual([])
+      expect(m.value('helmrelease_trigger_watch_triggers_total', { result: 'triggered' })).toBe(1)
+      expect(live.annotations[REQUESTED_AT]).toBe(line['token'])
+      expect(await eventCount(ns, 'app', 'ConfigChanged')).toBe(1)
+    } finally {
+      proxy.rule = () => undefined
+      await w.stop()
+    }
+  })
 })

@@ -27,7 +27,7 @@ describe('the layer rule', () => {
     ['src/git/bad.ts', "import type { Settings } from '../settings.ts'\nexport type S = Settings", 'git may not import settings'],
     ['src/render/bad.ts', "import type { ClusterClient } from '../kube/cluster.ts'\nexport type C = ClusterClient", 'render may not import kube'],
     ['src/engine/bad.ts', "import { runTrigger } from '../modes/trigger/pipeline.ts'\nexport const r = runTrigger", 'engine may not import modes/trigger'],
-    ['src/modes/drift/bad.ts', "export const m = () => import('../trigger/decision.ts')", 'modes/drift may not import modes/trigger'],
+    ['src/modes/drift/bad.ts', "export const m = () => import('../trigger/action.ts')", 'modes/drift may not import modes/trigger'],
     ['src/modes/recover/bad.ts', "import { run } from '../../entry/action.ts'\nexport const r = run", 'modes/recover may not import entry'],
   ])('refuses %s importing the wrong way (%s)', async (file, code, message) => {
     const messages = await layerMessages(file, code)
@@ -41,7 +41,7 @@ describe('the layer rule', () => {
     ['src/render/ok.ts', "import type { GitReader } from '../git/reader.ts'\nexport type G = GitReader"],
     ['src/engine/ok.ts', "import type { ClusterClient } from '../kube/cluster.ts'\nexport type C = ClusterClient"],
     ['src/modes/drift/ok.ts', "import { newToken } from '../../engine/tokens.ts'\nexport const t = newToken"],
-    ['src/modes/watch/ok.ts', "import { decide } from '../trigger/decision.ts'\nexport const d = decide"],
+    ['src/modes/watch/ok.ts', "import { decide } from '../trigger/action.ts'\nexport const d = decide"],
     ['src/entry/ok.ts', "import { runTrigger } from '../modes/trigger/pipeline.ts'\nexport const r = runTrigger"],
   ])('accepts %s', async (file, code) => {
     expect(await layerMessages(file, code)).toEqual([])

@@ -1,6 +1,8 @@
 // Domain types shared by the planner, the engine and the reports.
 // Everything here is plain data: no I/O, no classes.
 
+import { compareText } from '../lib/sort.ts'
+
 /** The two kinds of object whose content feeds HelmRelease values. */
 export type SourceKind = 'ConfigMap' | 'Secret'
 
@@ -107,6 +109,11 @@ export function sourceId(ref: SourceRef): SourceId {
 
 export function releaseKey(ref: ReleaseRef): string {
   return `${ref.namespace}/${ref.name}`
+}
+
+/** Releases in `namespace/name` code-unit order. */
+export function byReleaseKey(a: ReleaseRef, b: ReleaseRef): number {
+  return compareText(releaseKey(a), releaseKey(b))
 }
 
 /** A file's content at one commit, as the git reader hands it over (never followed, never decoded). */

@@ -8,7 +8,7 @@ import { ConfigurationError, messageOf } from '../lib/errors.ts'
 import type { ClusterClient } from '../kube/cluster.ts'
 import { condition, type HelmRelease } from '../core/helmrelease.ts'
 import { releaseKey, type PlannedRelease } from '../core/model.ts'
-import { Status, type ReleaseResult } from './result.ts'
+import { controllerReason, Reason, Status, type ReleaseResult } from './result.ts'
 import type { Clock, Logger } from './ports.ts'
 
 /** A release we patched, handed to the outcome waiter. */
@@ -48,7 +48,7 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
     return {
       ...base,
       status: Status.Failed,
-      reason: ready.reason || 'NotReady',
+      reason: ready.reason ? controllerReason(ready.reason) : Reason.NotReady,
       message: `${ready.message || 'Ready=False'}${retryNote(live)}`,
       severity: 'error',
     }
@@ -57,7 +57,7 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
     return {
       ...base,
       status: Status.Failed,
-      reason: 'NotDeployed',
+      reason: Reason.NotDeployed,
       message: `latest Helm release is ${after?.status ?? 'missing'}, not deployed`,
       severity: 'error',
     }
@@ -67,12 +67,12 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
     return {
       ...base,
       status: Status.Upgraded,
-      reason: ready?.reason || 'UpgradeSucceeded',
+      reason: ready?.reason ? controllerReason(ready.reason) : Reason.UpgradeSucceeded,
       message: ready?.message || `revision ${after.version} deployed`,
       severity: 'none',
     }
   }
-  return { ...base, status: Status.Unchanged, reason: 'Unchanged', message: 'reconciled; values unchanged, no new Helm revision', severity: 'none' }
+  return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message: 'reconciled; values unchanged, no new Helm revision', severity: 'none' }
 }
 
 function handled(t: Triggered, live: HelmRelease): boolean {
@@ -146,7 +146,7 @@ export function createOutcomeWaiter(deps: { clock: Clock; log: Logger }): Outcom
             sources: t.planned.sources,
             token: t.token,
             status: Status.TimedOut,
-            reason: 'TimedOut',
+            reason: Reason.TimedOut,
             message: `helm-controller did not finish within the timeout; last seen: ${lastSeen(t, seen.get(key))}`,
             revisionBefore: t.before.status.history[0]?.version,
             revisionAfter: seen.get(key)?.status.history[0]?.version,

@@ -20,11 +20,59 @@ export const Status = {
 } as const
 export type Status = (typeof Status)[keyof typeof Status]
 
+/**
+ * Why a release ended as it did: every reason this project gives, in one vocabulary
+ * (PascalCase, like Kubernetes reasons). helm-controller's own reasons (Ready's reason after
+ * an upgrade) pass through as a ControllerReason.
+ */
+export const Reason = {
+  // Trigger's decision (also watch's).
+  NotFound: 'NotFound',
+  Suspended: 'Suspended',
+  UpToDate: 'UpToDate',
+  SourceNotApplied: 'SourceNotApplied',
+  PlanOnly: 'PlanOnly',
+  /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
+  Superseded: 'Superseded',
+  // Recover's decision.
+  NotTransient: 'NotTransient',
+  BudgetExhausted: 'BudgetExhausted',
+  BackingOff: 'BackingOff',
+  BudgetReset: 'BudgetReset',
+  // Written, outcome not awaited.
+  ReconcileRequested: 'ReconcileRequested',
+  RecoveryRequested: 'RecoveryRequested',
+  CorrectionRequested: 'CorrectionRequested',
+  DryRun: 'DryRun',
+  // Not written.
+  Forbidden: 'Forbidden',
+  PatchFailed: 'PatchFailed',
+  /** The run's timeout passed before the release's turn. */
+  NotAttempted: 'NotAttempted',
+  // The outcome, when helm-controller gave no reason of its own.
+  UpgradeSucceeded: 'UpgradeSucceeded',
+  Unchanged: 'Unchanged',
+  NotReady: 'NotReady',
+  NotDeployed: 'NotDeployed',
+  TimedOut: 'TimedOut',
+} as const
+export type OwnReason = (typeof Reason)[keyof typeof Reason]
+
+declare const controller: unique symbol
+/** A reason helm-controller wrote (the Ready condition's), reported as it is. */
+export type ControllerReason = string & { readonly [controller]: true }
+export type Reason = OwnReason | ControllerReason
+
+/** helm-controller's reason, marked as such: the only way a reason outside `Reason` enters a result. */
+export function controllerReason(text: string): ControllerReason {
+  return text as ControllerReason
+}
+
 export interface ReleaseResult extends ReleaseRef {
   readonly sources: readonly { readonly id: SourceId; readonly digest: Digest }[]
   readonly status: Status
-  /** Short constant: why (NotFound, Suspended, UpToDate, SourceNotApplied, Forbidden, UpgradeFailed…). */
-  readonly reason: string
+  /** Short constant: why (NotFound, Suspended, UpToDate, SourceNotApplied, Forbidden, or helm-controller's UpgradeFailed…). */
+  readonly reason: Reason
   readonly message: string
   /** The requestedAt token we sent. */
   readonly token?: string

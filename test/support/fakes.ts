@@ -5,6 +5,7 @@
 import type { GitReader } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
+import { TransientError } from '../../src/lib/errors.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
 import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
 import type { Clock } from '../../src/engine/ports.ts'
@@ -72,6 +73,11 @@ export class FakeCluster implements ClusterClient {
   readonly applied: unknown[] = []
   /** Names of releases whose next patch answers 409 once (someone else wrote first). */
   readonly conflictOnce = new Set<string>()
+  /**
+   * Releases whose next patch lands but whose answer is lost: the client's retry then gets 409
+   * ('conflict'), or every retry fails too ('transient').
+   */
+  readonly loseAnswerOnce = new Map<string, 'conflict' | 'transient'>()
   private readonly releases = new Map<string, StoredRelease>()
   private readonly sources = new Map<string, LiveSource>()
   private readonly sourceAnnotations = new Map<string, Record<string, string>>()
@@ -154,6 +160,10 @@ export class FakeCluster implements ClusterClient {
     metadata['annotations'] = mergeStrings(record(metadata['annotations']), patch.annotations)
     metadata['labels'] = mergeStrings(record(metadata['labels']), patch.labels)
     this.bump(stored)
+    const lost = this.loseAnswerOnce.get(key)
+    this.loseAnswerOnce.delete(key)
+    if (lost === 'conflict') throw new ConflictError(`patch ${key}: the object changed meanwhile (409 Conflict)`)
+    if (lost === 'transient') throw new TransientError(`patch ${key}: the connection was reset`)
     return toHelmRelease(stored.object)
   }
 

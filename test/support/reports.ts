@@ -3,7 +3,7 @@
 // messages really contain: pipes, backticks, `<`, CRLF and 300-character messages.
 
 import type { Digest, PlannedSource, SourceId } from '../../src/core/model.ts'
-import { Status, type ReleaseResult, type TriggerReport } from '../../src/engine/result.ts'
+import { controllerReason, Reason, Status, type ReleaseResult, type TriggerReport } from '../../src/engine/result.ts'
 
 export const BASE_SHA = '1111111111111111111111111111111111111111'
 export const HEAD_SHA = '2222222222222222222222222222222222222222'
@@ -32,7 +32,7 @@ export function releaseResult(namespace: string, name: string, source: SourceId,
     name,
     sources: [{ id: source, digest: digest('a') }],
     status,
-    reason: status === Status.Upgraded ? 'UpgradeSucceeded' : status,
+    reason: status === Status.Upgraded ? Reason.UpgradeSucceeded : controllerReason(status),
     message: `${name}: ${status}`,
     durationMs: 12_300,
     severity: status === Status.Failed || status === Status.TimedOut ? 'error' : 'none',
@@ -85,7 +85,7 @@ export function awkwardReport(): TriggerReport {
       revisionAfter: 2,
       message: 'line one\r\nline two with a | pipe and `code` and <b>html</b>',
     }),
-    releaseResult('apps', 'web', cm, Status.Failed, { reason: 'UpgradeFailed', revisionBefore: 7, revisionAfter: 8, message: LONG }),
+    releaseResult('apps', 'web', cm, Status.Failed, { reason: controllerReason('UpgradeFailed'), revisionBefore: 7, revisionAfter: 8, message: LONG }),
     releaseResult('apps', 'worker', cm, Status.Upgraded, {
       revisionBefore: 2,
       revisionAfter: 3,

@@ -7,7 +7,7 @@ import type { ClusterClient } from '../../../src/kube/cluster.ts'
 import { toHelmRelease, type HelmRelease } from '../../../src/core/helmrelease.ts'
 import type { Digest, PlannedRelease } from '../../../src/core/model.ts'
 import { assess, createOutcomeWaiter, lastSeen } from '../../../src/engine/outcome.ts'
-import { Status, type ReleaseResult } from '../../../src/engine/result.ts'
+import { Status, type ReleaseResult, controllerReason } from '../../../src/engine/result.ts'
 import type { Clock, Logger } from '../../../src/engine/ports.ts'
 import type { Triggered } from '../../../src/engine/outcome.ts'
 
@@ -115,7 +115,7 @@ describe('assess', () => {
       {
         ...base,
         status: Status.Failed,
-        reason: 'UpgradeFailed',
+        reason: controllerReason('UpgradeFailed'),
         message: "Helm upgrade failed for release apps/app with chart app@1.0.0: values don't meet the specifications of the schema",
         revisionBefore: 1,
         revisionAfter: 2,
@@ -132,7 +132,15 @@ describe('assess', () => {
       'Ready=False wins over a deployed new revision',
       triggered(),
       handled({ ready: ['False', 'TestFailed', 'helm test failed'], history: [DEPLOYED_2, SUPERSEDED_1] }),
-      { ...base, status: Status.Failed, reason: 'TestFailed', message: 'helm test failed', revisionBefore: 1, revisionAfter: 2, severity: 'error' },
+      {
+        ...base,
+        status: Status.Failed,
+        reason: controllerReason('TestFailed'),
+        message: 'helm test failed',
+        revisionBefore: 1,
+        revisionAfter: 2,
+        severity: 'error',
+      },
     ],
     [
       'new revision deployed → Upgraded with revisions before and after',
@@ -161,7 +169,7 @@ describe('assess', () => {
       {
         ...base,
         status: Status.Upgraded,
-        reason: 'InstallSucceeded',
+        reason: controllerReason('InstallSucceeded'),
         message: 'Helm install succeeded',
         revisionBefore: undefined,
         revisionAfter: 1,
@@ -248,7 +256,7 @@ describe('assess', () => {
     const state = handled({ ready: ['False', 'UpgradeFailed', 'Helm upgrade failed: values rejected'], reconciling: ['True', "Running 'upgrade' action"] })
     expect(assess(triggered(), hr(state), 5_000)).toMatchObject({
       status: Status.Failed,
-      reason: 'UpgradeFailed',
+      reason: controllerReason('UpgradeFailed'),
       message: 'Helm upgrade failed: values rejected (helm-controller keeps retrying; 0 failures so far)',
     })
     expect(assess(triggered(), hr({ ...state, stalled: true }), 5_000)?.message).toBe(

@@ -6,22 +6,21 @@ import { mapLimit } from '../../lib/concurrency.ts'
 import { ConfigurationError, messageOf } from '../../lib/errors.ts'
 import type { GitReader } from '../../git/reader.ts'
 import { keysFor, type Keys } from '../../core/keys.ts'
-import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
+import { ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, SourceObject } from '../../kube/cluster.ts'
 import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
 import { FindingCode, lint, problemFindings, type Finding, type LintSource } from './lint.ts'
 import { parseManifestFile } from '../../core/manifest.ts'
-import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type ReleaseRef, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
+import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
 import { pathFilter, repositoryManifests } from '../../core/plan.ts'
 import { cell, columns, location } from '../../lib/text.ts'
 import type { FailOn, Settings } from '../../settings.ts'
-import type { Logger } from '../../engine/ports.ts'
+import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
+import { tokenSequence } from '../../engine/tokens.ts'
+import { writeRelease, type WriteContext } from '../../engine/write-release.ts'
+import { labelChangeOf, relabelAction, type LabelChange } from './label.ts'
 
-export interface LabelChange extends ReleaseRef {
-  readonly action: 'add' | 'remove'
-  readonly status: 'done' | 'dry-run' | 'failed'
-  readonly message: string
-}
+export { labelAction, type LabelChange } from './label.ts'
 
 export interface DiscoverReport {
   /** What was read: namespaces of the cluster, or the repository commit. */
@@ -45,16 +44,6 @@ export async function runDiscover(settings: Settings, sha: string, deps: Discove
   return settings.fromGit ? discoverFromGit(settings, sha, await deps.git()) : discoverInCluster(settings, await deps.connect(), deps.log)
 }
 
-// ---- Labels (pure) ------------------------------------------------------------------------
-
-/** What our label on a release should become: present exactly when it uses valuesFrom. */
-export function labelAction(release: HelmRelease, keys: Keys): LabelChange['action'] | undefined {
-  const labelled = release.labels[keys.triggerLabel] === keys.triggerLabelValue
-  if (release.valuesFrom.length > 0) return labelled ? undefined : 'add'
-  // Only ever our own key: every other label is someone else's.
-  return release.labels[keys.triggerLabel] === undefined ? undefined : 'remove'
-}
-
 // ---- Cluster ------------------------------------------------------------------------------
 
 async function discoverInCluster(settings: Settings, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
@@ -62,9 +51,7 @@ async function discoverInCluster(settings: Settings, cluster: ClusterClient, log
   const scoped = settings.namespaces.length > 0 ? settings.namespaces : [undefined]
   const notes: string[] = []
   const releases = (await mapLimit(scoped, settings.maxConcurrency, (ns) => cluster.listReleases(ns))).flat()
-  const labels = (await mapLimit(releases, settings.maxConcurrency, (r) => relabel(cluster, r, keys, settings.dryRun))).flatMap((c) =>
-    c === undefined ? [] : [c],
-  )
+  const labels = await relabelAll(cluster, releases, keys, settings, log)
 
   const listed = await annotatedSources(cluster, scoped, settings, notes, log)
   const known = [...releases.map(toReleaseManifest), ...(await outsideScope(cluster, releases, listed.sources, settings))]
@@ -77,29 +64,23 @@ async function discoverInCluster(settings: Settings, cluster: ClusterClient, log
   return { scope, fromGit: false, dryRun: settings.dryRun, releases: releases.length, labels, findings, notes }
 }
 
-const MAX_CONFLICTS = 5
-
-/** Adds or removes our label by merge patch; re-reads and decides again when the release changed meanwhile. */
-async function relabel(cluster: ClusterClient, first: HelmRelease, keys: Keys, dryRun: boolean): Promise<LabelChange | undefined> {
-  let release: HelmRelease | undefined = first
-  for (let attempt = 1; release !== undefined; attempt++) {
-    const action = labelAction(release, keys)
-    if (action === undefined) return undefined
-    const change = { namespace: release.namespace, name: release.name, action }
-    try {
-      const labels = { [keys.triggerLabel]: action === 'add' ? keys.triggerLabelValue : null }
-      await cluster.patchRelease(release, { annotations: {}, labels, resourceVersion: release.resourceVersion }, { dryRun })
-      return {
-        ...change,
-        status: dryRun ? 'dry-run' : 'done',
-        message: action === 'add' ? 'uses spec.valuesFrom: labelled' : 'no longer uses spec.valuesFrom: label removed',
-      }
-    } catch (error) {
-      if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICTS) return { ...change, status: 'failed', message: messageOf(error) }
-      release = await cluster.getRelease(release)
-    }
+/** Adds or removes our label through the write engine; every release is decided on its listed copy first. */
+async function relabelAll(cluster: ClusterClient, releases: readonly HelmRelease[], keys: Keys, settings: Settings, log: Logger): Promise<LabelChange[]> {
+  const write: WriteContext = {
+    cluster,
+    requestedAtKey: keys.requestedAt,
+    dryRun: settings.dryRun,
+    clock: systemClock,
+    log,
+    tokens: tokenSequence(),
+    events: eventRecorder(cluster, log),
   }
-  return undefined
+  const action = relabelAction(keys)
+  const changes = await mapLimit(releases, settings.maxConcurrency, async (release) => {
+    const outcome = await writeRelease(release, action, { ...write, observed: { live: release } })
+    return labelChangeOf(release, outcome, settings.dryRun)
+  })
+  return changes.flatMap((c) => (c === undefined ? [] : [c]))
 }
 
 interface ListedSources {

@@ -1,86 +1,29 @@
 // Mode `drift`: for each selected HelmRelease, decode its latest Helm storage Secret, compare
 // every object of the rendered manifest with the live one, and report; `correct` then asks
 // helm-controller for a forced upgrade (requestedAt + forceAt), waits for the outcome and
-// checks again. Observe (checkRelease) → decide (driftFailure, toCorrect) → act (correct).
+// checks again. Observe (checkRelease) → correct through the write engine (correct.ts) →
+// observe again; the verdict (verdict.ts) says whether the run fails.
 
-import { randomInt } from 'node:crypto'
 import { mapLimit } from '../../lib/concurrency.ts'
-import { newToken } from '../../engine/tokens.ts'
 import { messageOf } from '../../lib/errors.ts'
-import { keysFor, type Keys } from '../../core/keys.ts'
-import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
+import { keysFor } from '../../core/keys.ts'
+import { ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient } from '../../kube/cluster.ts'
-import { HELMRELEASE, type HelmRelease } from '../../core/helmrelease.ts'
+import { HELMRELEASE } from '../../core/helmrelease.ts'
 import { hpaTarget, type Json, type ObjectReader } from '../../kube/objects.ts'
-import { releaseKey, type ReleaseRef } from '../../core/model.ts'
-import { FAILED, Status, type ReleaseResult } from '../../engine/result.ts'
-import type { DriftAction, Settings } from '../../settings.ts'
+import { releaseKey } from '../../core/model.ts'
+import { Status } from '../../engine/result.ts'
+import type { Settings } from '../../settings.ts'
 import type { Clock, Logger } from '../../engine/ports.ts'
-import type { OutcomeWaiter, Triggered } from '../../engine/outcome.ts'
+import type { OutcomeWaiter } from '../../engine/outcome.ts'
 import { compareObject, type FieldChange } from './compare.ts'
+import { requestCorrections } from './correct.ts'
+import { objectKey, ObjectState, ReleaseState, type DriftReport, type ObjectDrift, type ReleaseDrift } from './verdict.ts'
 import { fluxIgnoreRules, selects, type FluxIgnore } from './flux-ignore.ts'
 import type { IgnoreRule } from '../../core/field-path.ts'
 import { renderedObjects, type DesiredObject } from './rendered.ts'
+export { driftFailure, objectKey, ObjectState, ReleaseState, type Correction, type DriftReport, type ObjectDrift, type ReleaseDrift } from './verdict.ts'
 import { decodeRelease, latestEntry, storageSelector, storageTarget, StorageError, type StorageTarget } from './storage.ts'
-
-export const ObjectState = { InSync: 'in-sync', Changed: 'changed', Missing: 'missing', Error: 'error' } as const
-export type ObjectState = (typeof ObjectState)[keyof typeof ObjectState]
-
-export const ReleaseState = { InSync: 'InSync', Drifted: 'Drifted', Skipped: 'Skipped', Error: 'Error' } as const
-export type ReleaseState = (typeof ReleaseState)[keyof typeof ReleaseState]
-
-/** One object of the manifest that is not in sync (objects in sync are only counted). */
-export interface ObjectDrift {
-  readonly apiVersion: string
-  readonly kind: string
-  /** undefined for cluster-scoped kinds. */
-  readonly namespace: string | undefined
-  readonly name: string
-  readonly state: ObjectState
-  readonly changes: readonly FieldChange[]
-  /** Why it could not be compared (state error). */
-  readonly message?: string
-  /** The chart template it came from. */
-  readonly source?: string
-}
-
-/** What `correct` did for a drifted release. */
-export interface Correction {
-  readonly status: Status
-  readonly reason: string
-  readonly message: string
-  readonly token?: string
-  readonly revisionAfter?: number
-}
-
-export interface ReleaseDrift extends ReleaseRef {
-  /** The Helm release name and where its storage is. */
-  readonly releaseName: string
-  readonly storageNamespace: string
-  readonly revision?: number
-  readonly chart?: string
-  readonly state: ReleaseState
-  /** Short constant: InSync, Drifted, NotDeployed, NotInstalled, RemoteCluster, StorageUnreadable, NoStorage, Forbidden, ReadFailed. */
-  readonly reason: string
-  readonly message: string
-  /** Objects in the manifest. */
-  readonly objects: number
-  readonly inSync: number
-  /** Objects skipped by helm.toolkit.fluxcd.io/driftDetection: disabled. */
-  readonly ignored: number
-  readonly drifted: readonly ObjectDrift[]
-  /** After `correct`: what helm-controller did; `state` is then the re-check's. */
-  readonly correction?: Correction
-  readonly durationMs: number
-}
-
-export interface DriftReport {
-  readonly action: DriftAction
-  readonly scope: string
-  readonly dryRun: boolean
-  readonly releases: readonly ReleaseDrift[]
-  readonly notes: readonly string[]
-}
 
 export interface DriftDeps {
   readonly objects: () => Promise<ObjectReader>
@@ -327,75 +270,17 @@ function driftDisabled(live: Json): boolean {
   return has('annotations') || has('labels')
 }
 
-export function objectKey(o: Pick<ObjectDrift, 'kind' | 'namespace' | 'name'>): string {
-  if (o.kind === '') return o.name
-  return o.namespace === undefined ? `${o.kind}/${o.name}` : `${o.kind}/${o.namespace}/${o.name}`
-}
-
-// ---- Decide -------------------------------------------------------------------------------
-
-/** Why the run fails under its drift-action, or undefined when it passes. */
-export function driftFailure(report: DriftReport): string | undefined {
-  if (report.action === 'report') return undefined
-  const problems = report.releases.flatMap((r): string[] => {
-    const key = releaseKey(r)
-    if (r.correction !== undefined && FAILED.has(r.correction.status)) return [`${key}: correction ${r.correction.status} (${r.correction.reason})`]
-    if (r.correction?.status === Status.Skipped) return [`${key}: drifted, not corrected (${r.correction.reason})`]
-    if (r.state === ReleaseState.Drifted)
-      return [
-        `${key}: ${r.drifted
-          .filter((o) => o.state !== ObjectState.Error)
-          .map(firstChange)
-          .join(', ')}${r.correction === undefined ? '' : ' still drifted after correction'}`,
-      ]
-    if (r.state === ReleaseState.Error) return [`${key}: ${r.message}`]
-    return []
-  })
-  if (problems.length === 0) return undefined
-  const more = problems.length > 5 ? ` and ${problems.length - 5} more` : ''
-  return `${problems.length} release${problems.length === 1 ? '' : 's'} not in sync (drift-action: ${report.action}): ${problems.slice(0, 5).join('; ')}${more}`
-}
-
-function firstChange(o: ObjectDrift): string {
-  if (o.state === ObjectState.Missing) return `${objectKey(o)} missing`
-  const [first] = o.changes
-  return `${objectKey(o)} ${first?.path ?? ''}${o.changes.length > 1 ? ` (+${o.changes.length - 1})` : ''}`
-}
-
 // ---- Act: correct -------------------------------------------------------------------------
 
-const MAX_CONFLICTS = 5
-
 async function correct(drifted: readonly ReleaseDrift[], settings: Settings, deps: DriftDeps, ctx: CheckContext): Promise<Map<string, ReleaseDrift>> {
-  const keys = keysFor(settings.annotationPrefix)
-  const cluster = await deps.connect()
-  const sequence = { n: randomInt(1000) * 1000 }
-  const requested = await mapLimit(drifted, settings.maxConcurrency, (r) => requestCorrection(cluster, r, keys, settings, deps, sequence))
-  const triggered = requested.flatMap((x) => ('triggered' in x ? [x.triggered] : []))
-  const outcomes = new Map<string, Correction>()
-  for (const x of requested) if ('correction' in x) outcomes.set(x.key, x.correction)
-  const waitable = settings.wait && !settings.dryRun && deps.outcome !== undefined
-  const waited: ReleaseResult[] = waitable && triggered.length > 0 ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs) : []
-  for (const t of triggered) {
-    const r = waited.find((w) => releaseKey(w) === releaseKey(t.planned))
-    outcomes.set(
-      releaseKey(t.planned),
-      r === undefined
-        ? {
-            status: settings.dryRun ? Status.DryRun : Status.Triggered,
-            reason: settings.dryRun ? 'DryRun' : 'CorrectionRequested',
-            message: settings.dryRun ? 'server-side dry run of the patch succeeded; nothing written' : 'forced upgrade requested; outcome not awaited',
-            token: t.token,
-          }
-        : {
-            status: r.status,
-            reason: r.reason,
-            message: r.message,
-            token: t.token,
-            ...(r.revisionAfter === undefined ? {} : { revisionAfter: r.revisionAfter }),
-          },
-    )
+  const options = {
+    keys: keysFor(settings.annotationPrefix),
+    dryRun: settings.dryRun,
+    wait: settings.wait,
+    timeoutMs: settings.timeoutMs,
+    maxConcurrency: settings.maxConcurrency,
   }
+  const outcomes = await requestCorrections(drifted, options, deps)
   // Observe again rather than assume: only a re-check says the cluster is back in sync.
   const result = new Map<string, ReleaseDrift>()
   await mapLimit(drifted, Math.min(RELEASES_AT_ONCE, settings.maxConcurrency), async (before) => {
@@ -419,63 +304,6 @@ async function correct(drifted: readonly ReleaseDrift[], settings: Settings, dep
     result.set(key, correction === undefined ? after : { ...after, correction })
   })
   return result
-}
-
-type Requested = { readonly key: string; readonly triggered: Triggered } | { readonly key: string; readonly correction: Correction }
-
-async function requestCorrection(
-  cluster: ClusterClient,
-  drift: ReleaseDrift,
-  keys: Keys,
-  settings: Settings,
-  deps: DriftDeps,
-  sequence: { n: number },
-): Promise<Requested> {
-  const key = releaseKey(drift)
-  const started = deps.clock.now()
-  const failed = (reason: string, message: string): Requested => ({ key, correction: { status: Status.Failed, reason, message } })
-  try {
-    for (let attempt = 1; ; attempt++) {
-      const live: HelmRelease | undefined = await cluster.getRelease(drift)
-      if (live === undefined) return failed('NotFound', 'the HelmRelease disappeared before it could be corrected')
-      if (live.suspend) return { key, correction: { status: Status.Skipped, reason: 'Suspended', message: 'spec.suspend is true; not corrected' } }
-      const token = newToken(new Date(deps.clock.now()), sequence.n++)
-      // forceAt must equal requestedAt: helm-controller then upgrades even an in-sync release.
-      const patch = { annotations: { [keys.requestedAt]: token, [keys.forceAt]: token }, labels: {}, resourceVersion: live.resourceVersion }
-      try {
-        const release = await cluster.patchRelease(drift, patch, { dryRun: settings.dryRun })
-        if (!settings.dryRun) await recordCorrection(cluster, release, drift, deps)
-        return {
-          key,
-          triggered: {
-            planned: { namespace: drift.namespace, name: drift.name, sources: [] },
-            release,
-            before: live,
-            token,
-            force: true,
-            reset: false,
-            startedAt: started,
-          },
-        }
-      } catch (error) {
-        if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICTS) throw error
-      }
-    }
-  } catch (error) {
-    deps.log.warning(`${key}: ${messageOf(error)}`)
-    return failed(error instanceof ForbiddenError ? 'Forbidden' : 'PatchFailed', messageOf(error))
-  }
-}
-
-async function recordCorrection(cluster: ClusterClient, release: HelmRelease, drift: ReleaseDrift, deps: DriftDeps): Promise<void> {
-  const objects = drift.drifted.filter((o) => o.state !== ObjectState.Error).map(objectKey)
-  const run = deps.runUrl === undefined ? '' : ` Run: ${deps.runUrl}`
-  const message = `Drift from Helm revision ${drift.revision ?? '?'} in ${objects.length} object${objects.length === 1 ? '' : 's'} (${objects.slice(0, 5).join(', ')}${objects.length > 5 ? ', …' : ''}); forced upgrade requested.${run}`
-  try {
-    await cluster.recordEvent({ release, type: 'Normal', reason: 'DriftCorrectionRequested', message }, { dryRun: false })
-  } catch (error) {
-    deps.log.warning(`${releaseKey(drift)}: could not record the Event: ${messageOf(error)}`)
-  }
 }
 
 // ---- Concurrency --------------------------------------------------------------------------

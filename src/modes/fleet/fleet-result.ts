@@ -4,7 +4,7 @@
 import { ConfigurationError } from '../../lib/errors.ts'
 import type { FileProblem } from '../../core/model.ts'
 import { failureOf } from '../trigger/report.ts'
-import { Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
+import { controllerReason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
 
 export const ClusterState = {
@@ -85,7 +85,8 @@ export function readResultFile(text: string, file: string): ClusterResult {
     if (typeof reason !== 'string' || typeof message !== 'string' || typeof durationMs !== 'number')
       throw bad(`result ${namespace}/${name} lacks reason, message or duration`)
     if (severity !== 'none' && severity !== 'warning' && severity !== 'error') throw bad(`result ${namespace}/${name} has no severity`)
-    return { ...(e as unknown as ReleaseResult), namespace, name, reason, message, durationMs, severity }
+    // A reason read back is helm-controller's or one of ours; either way it is shown, never decided on.
+    return { ...(e as unknown as ReleaseResult), namespace, name, reason: controllerReason(reason), message, durationMs, severity }
   })
   return {
     cluster: r['cluster'],

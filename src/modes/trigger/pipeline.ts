@@ -2,26 +2,25 @@
 // patch → wait for outcome → report. The plan and the per-release decision are pure; this
 // file only sequences I/O behind the GitReader and ClusterClient interfaces.
 
-import { randomInt } from 'node:crypto'
 import { mapLimit } from '../../lib/concurrency.ts'
 import { appliedSource } from '../../core/applied-source.ts'
-import { formatDuration } from '../../lib/duration.ts'
-import { newToken } from '../../engine/tokens.ts'
-import { buildPatch, decide, patchLanded, SkipReason, supersededBy, type Decision } from './decision.ts'
+import { tokenSequence } from '../../engine/tokens.ts'
+import { SkipReason, type TriggerOptions } from './action.ts'
+import { sourceRefOf, triggerRelease, type TriggerScope } from './release.ts'
 import { liveDigest, short } from '../../core/digest.ts'
-import type { Clock, Logger } from '../../engine/ports.ts'
+import { eventRecorder, type Clock, type EventSink, type Logger } from '../../engine/ports.ts'
 import type { OutcomeWaiter, Triggered } from '../../engine/outcome.ts'
-import { ConfigurationError, messageOf, TransientError } from '../../lib/errors.ts'
+import { ConfigurationError, messageOf } from '../../lib/errors.ts'
 import type { GitReader } from '../../git/reader.ts'
 import { keysFor, type Keys } from '../../core/keys.ts'
 import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent } from '../../kube/cluster.ts'
 import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
-import { releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId, type SourceRef } from '../../core/model.ts'
+import { byReleaseKey, releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId } from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { clusterRefused, resolveRange, type GitHubEventLike, type Range } from '../../git/range.ts'
-import { FAILED, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
+import { FAILED, Reason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
 
 /** What the run is about: the event and where it came from. */
@@ -59,6 +58,11 @@ export function planOptionsOf(settings: Settings): PlanOptions {
     discover: settings.discover,
     paths: settings.paths,
   }
+}
+
+/** Trigger's release options, from the settings: who asked (for the Event) and the run's link. */
+export function triggerOptionsOf(settings: Settings, keys: Keys, requestedBy: string, runUrl: string | undefined): TriggerOptions {
+  return { keys, force: settings.force, reset: settings.reset, checkSuperseded: settings.waitForApply || settings.apply, requestedBy, runUrl }
 }
 
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
@@ -111,43 +115,44 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
   const baseline = await baselineOf(cluster, plan, settings)
   const sources = await applySources(cluster, plan, headFiles, range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
-  // Tokens differ within the run by sequence; a random start keeps two runs patching in the
-  // same millisecond from writing one token (helm-controller would ignore the second).
-  const sequence = { n: randomInt(1000) * 1000 }
   const ready = plan.releases.filter((r) => !r.sources.some((s) => unapplied.has(s.id)))
   const observed = await observeReleases(cluster, ready, settings.maxConcurrency)
   const observedDigests = observed.size > 0 && (settings.waitForApply || settings.apply) ? await sourceDigests(cluster, ready, settings) : undefined
+  // Events are a record, not the trigger: queued, and written once every patch is sent, while helm-controller works.
   const events: ReleaseEvent[] = []
-  const patchDeadline = deps.clock.now() + settings.timeoutMs
-  const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) =>
-    triggerRelease(cluster, release, {
-      keys,
-      settings,
-      context,
-      unapplied,
-      deps,
-      sequence,
-      head: range.head,
-      baseline,
-      observed,
-      observedDigests,
-      events,
-      deadline: patchDeadline,
-    }),
-  )
+  const scope: TriggerScope = {
+    options: triggerOptionsOf(settings, keys, `for commit ${range.head.slice(0, 12)}`, context.runUrl),
+    write: {
+      cluster,
+      requestedAtKey: keys.requestedAt,
+      dryRun: settings.dryRun,
+      clock: deps.clock,
+      log: deps.log,
+      tokens: tokenSequence(),
+      events: { record: async (event) => void events.push(event) },
+    },
+    semanticDigest: settings.semanticDigest,
+    timeoutMs: settings.timeoutMs,
+    unapplied,
+    baseline,
+    observed,
+    ...(observedDigests === undefined ? {} : { observedDigests }),
+    deadline: deps.clock.now() + settings.timeoutMs,
+  }
+  const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) => triggerRelease(release, scope))
 
-  const triggered = outcomes.flatMap((o) => ('triggered' in o ? [o.triggered] : []))
-  const settled = outcomes.flatMap((o) => ('result' in o ? [o.result] : []))
-  // Events are a record, not the trigger: written once every patch is sent, while helm-controller works.
-  const recorded = flushEvents(cluster, events, settings.maxConcurrency, deps.log)
+  const triggered = outcomes.flatMap((o) => (o.kind === 'triggered' ? [o.triggered] : []))
+  const settled = outcomes.flatMap((o) => (o.kind === 'settled' ? [o.result] : []))
+  const recorder = eventRecorder(cluster, deps.log)
+  const recorded = mapLimit(events, settings.maxConcurrency, (event) => recorder.record(event))
   const waited =
     settings.wait && !settings.dryRun && deps.outcome !== undefined && triggered.length > 0
       ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs)
       : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
   await recorded
-  await recordFailures(cluster, waited, triggered, context, deps)
+  await recordFailures(waited, triggered, context, recorder)
 
-  const results = [...settled, ...waited].sort((a, b) => releaseKey(a).localeCompare(releaseKey(b)))
+  const results = [...settled, ...waited].sort(byReleaseKey)
   return { ...base, plan, planOnly: undefined, sources, results }
 }
 
@@ -225,17 +230,6 @@ async function sourceDigests(
   } catch {
     return undefined
   }
-}
-
-async function flushEvents(cluster: ClusterClient, events: readonly ReleaseEvent[], concurrency: number, log: Logger): Promise<void> {
-  await mapLimit(events, concurrency, async (event) => {
-    try {
-      await cluster.recordEvent(event, { dryRun: false })
-    } catch (error) {
-      // The trigger itself succeeded; an Event we may not create is worth a warning, not a failure.
-      log.warning(`${releaseKey(event.release)}: could not record the Event: ${messageOf(error)}`)
-    }
-  })
 }
 
 function planned(plan: Plan): ReleaseResult[] {
@@ -386,189 +380,13 @@ async function applyManifests(
   return refused
 }
 
-// ---- Step 5: patch ------------------------------------------------------------------------
-
-/** What one patch needs; trigger mode and watch mode (src/watch) both build one. */
-export interface PatchScope {
-  readonly keys: Keys
-  readonly settings: Settings
-  readonly context: RunContext
-  readonly unapplied: ReadonlyMap<SourceId, string>
-  readonly deps: Pick<TriggerDeps, 'clock' | 'log'>
-  readonly sequence: { n: number }
-  readonly head: string
-  /** Releases as first observed, before waiting for the sources. */
-  readonly baseline: ReadonlyMap<string, HelmRelease>
-  /** Who asked, for the Event; default the commit (`for commit <sha>`). */
-  readonly requestedBy?: string
-  /**
-   * Releases read just before the fan-out, by key (a LIST per namespace with many targets);
-   * undefined for a key means listed and absent. The first attempt decides on this instead of
-   * a GET; the patch carries its resourceVersion, so a release changed since conflicts and is
-   * read again. Keys not in it are read one by one.
-   */
-  readonly observed?: ReadonlyMap<string, HelmRelease | undefined>
-  /** Live source digests read after `observed` (same order as a GET then the source reads). */
-  readonly observedDigests?: ReadonlyMap<SourceId, Digest | undefined>
-  /** When given, the ConfigChanged Events are queued here and written after the fan-out (flushEvents). */
-  readonly events?: ReleaseEvent[]
-  /**
-   * No release starts after this (clock ms): each request is bounded, but a hung apiserver
-   * would otherwise take a bounded-but-huge time for each of thousands of releases.
-   */
-  readonly deadline?: number
-}
-
-export type Outcome = { readonly triggered: Triggered } | { readonly result: ReleaseResult }
-
-const MAX_CONFLICTS = 5
-
-export async function triggerRelease(cluster: ClusterClient, planned: PlannedRelease, scope: PatchScope): Promise<Outcome> {
-  const { settings, deps } = scope
-  const started = deps.clock.now()
-  const settle = (status: Status, reason: string, message: string, severity: ReleaseResult['severity'], live?: HelmRelease): Outcome => ({
-    result: {
-      namespace: planned.namespace,
-      name: planned.name,
-      sources: planned.sources,
-      status,
-      reason,
-      message,
-      durationMs: deps.clock.now() - started,
-      severity,
-      revisionBefore: live?.status.history[0]?.version,
-    },
-  })
-  const missing = planned.sources.filter((s) => scope.unapplied.has(s.id))
-  if (missing.length > 0) {
-    return settle(Status.Failed, SkipReason.SourceNotApplied, `not patched: ${missing.map((s) => s.id).join(', ')} never reached the cluster`, 'error')
-  }
-  if (scope.deadline !== undefined && started > scope.deadline) {
-    return settle(
-      Status.TimedOut,
-      'NotAttempted',
-      `not patched: the timeout (${formatDuration(settings.timeoutMs)}) passed before its turn; the API server answered too slowly or not at all`,
-      'error',
-    )
-  }
-  const done = async (release: HelmRelease, sent: Sent): Promise<Outcome> => {
-    if (!settings.dryRun) await recordTrigger(cluster, release, planned, sent.decision, scope)
-    return {
-      triggered: { planned, release, before: sent.before, token: sent.token, force: sent.decision.force, reset: sent.decision.reset, startedAt: started },
-    }
-  }
-  let sent: Sent | undefined
-  try {
-    for (let attempt = 1; ; attempt++) {
-      const listed = attempt === 1 && scope.observed?.has(releaseKey(planned)) === true
-      const live = listed ? scope.observed?.get(releaseKey(planned)) : await cluster.getRelease(planned)
-      // Our last patch landed though its answer was lost (its retry then conflicted with it).
-      if (sent !== undefined && live !== undefined && patchLanded(live, sent.token, scope.keys)) return await done(live, sent)
-      const decision = decide({ planned, live, digestKey: scope.keys.configDigest, force: settings.force, reset: settings.reset })
-      if (decision.action === 'skip' || live === undefined)
-        return settle(
-          Status.Skipped,
-          skipReason(decision),
-          skipMessage(decision),
-          decision.action === 'skip' && decision.reason === SkipReason.NotFound ? 'warning' : 'none',
-        )
-      // After the release read whose resourceVersion the patch carries: a newer run that wrote
-      // since makes the patch conflict, one that writes later writes last (never a regression).
-      const moved =
-        settings.waitForApply || settings.apply
-          ? supersededBy(
-              planned,
-              listed && scope.observedDigests !== undefined ? scope.observedDigests : await liveDigests(cluster, planned, settings.semanticDigest),
-            )
-          : undefined
-      if (moved !== undefined) return settle(Status.Skipped, skipReason(moved), skipMessage(moved), 'none')
-      const token = newToken(new Date(deps.clock.now()), scope.sequence.n++)
-      const patch = buildPatch(live, planned, decision, token, scope.keys)
-      sent = { token, decision, before: scope.baseline.get(releaseKey(planned)) ?? live }
-      try {
-        return await done(await cluster.patchRelease(planned, patch, { dryRun: settings.dryRun }), sent)
-      } catch (error) {
-        // Someone changed the release between our read and our patch: observe again, decide again.
-        if (!(error instanceof ConflictError) || attempt >= MAX_CONFLICTS) throw error
-      }
-    }
-  } catch (error) {
-    // The connection failed after a patch went out: it may have landed. Look once more, so the report says what happened.
-    const uncertain = sent !== undefined && !settings.dryRun && error instanceof TransientError ? sent : undefined
-    let unread = false
-    if (uncertain !== undefined) {
-      const live = await cluster.getRelease(planned).catch(() => {
-        unread = true
-        return undefined
-      })
-      if (live !== undefined && patchLanded(live, uncertain.token, scope.keys)) return await done(live, uncertain)
-    }
-    const message =
-      uncertain !== undefined && unread
-        ? `${messageOf(error)} Whether the patch (requestedAt ${uncertain.token}) landed could not be read back.`
-        : messageOf(error)
-    deps.log.warning(`${releaseKey(planned)}: ${message}`)
-    return settle(Status.Failed, error instanceof ForbiddenError ? 'Forbidden' : 'PatchFailed', message, 'error')
-  }
-}
-
-interface Sent {
-  readonly token: string
-  readonly decision: Extract<Decision, { action: 'trigger' }>
-  /** The release as first observed (revision before). */
-  readonly before: HelmRelease
-}
-
-function skipReason(decision: Decision): string {
-  return decision.action === 'skip' ? decision.reason : SkipReason.NotFound
-}
-
-function skipMessage(decision: Decision): string {
-  return decision.action === 'skip' ? decision.message : 'release not found'
-}
-
-/** Each plain source's live digest (undefined: gone). Encrypted ones are tracked by revision, not digest. */
-async function liveDigests(cluster: ClusterClient, planned: PlannedRelease, semantic: boolean): Promise<Map<SourceId, Digest | undefined>> {
-  const plain = planned.sources.filter((s) => !s.encrypted)
-  const read = await Promise.all(
-    plain.map(async (s) => {
-      const live = await cluster.getSource(sourceRefOf(s.id))
-      return [s.id, live === undefined ? undefined : liveDigest(live, semantic)] as const
-    }),
-  )
-  return new Map(read)
-}
-
-function sourceRefOf(id: SourceId): SourceRef {
-  const [kind = '', namespace = '', name = ''] = id.split('/')
-  return { kind: kind === 'Secret' ? 'Secret' : 'ConfigMap', namespace, name }
-}
-
-async function recordTrigger(cluster: ClusterClient, release: HelmRelease, planned: PlannedRelease, decision: Decision, scope: PatchScope): Promise<void> {
-  const sources = planned.sources.map((s) => `${s.id} ${short(s.digest)}`).join(', ')
-  const why = decision.action === 'trigger' ? decision.why : ''
-  const run = scope.context.runUrl === undefined ? '' : ` Run: ${scope.context.runUrl}`
-  const by = scope.requestedBy ?? `for commit ${scope.head.slice(0, 12)}`
-  const message = `Reconcile requested ${by}: ${why} (${sources}).${run}`
-  if (scope.events !== undefined) {
-    scope.events.push({ release, type: 'Normal', reason: 'ConfigChanged', message })
-    return
-  }
-  try {
-    await cluster.recordEvent({ release, type: 'Normal', reason: 'ConfigChanged', message }, { dryRun: false })
-  } catch (error) {
-    // The trigger itself succeeded; an Event we may not create is worth a warning, not a failure.
-    scope.deps.log.warning(`${releaseKey(planned)}: could not record the Event: ${messageOf(error)}`)
-  }
-}
-
 function triggeredResult(t: Triggered, dryRun: boolean, now: number): ReleaseResult {
   return {
     namespace: t.planned.namespace,
     name: t.planned.name,
     sources: t.planned.sources,
     status: dryRun ? Status.DryRun : Status.Triggered,
-    reason: dryRun ? 'DryRun' : 'ReconcileRequested',
+    reason: dryRun ? Reason.DryRun : Reason.ReconcileRequested,
     message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : 'reconcile requested; outcome not awaited',
     token: t.token,
     revisionBefore: t.before.status.history[0]?.version,
@@ -578,29 +396,16 @@ function triggeredResult(t: Triggered, dryRun: boolean, now: number): ReleaseRes
 }
 
 /** A Warning Event on each release whose upgrade failed, so `kubectl describe` shows it too. */
-async function recordFailures(
-  cluster: ClusterClient,
-  results: readonly ReleaseResult[],
-  triggered: readonly Triggered[],
-  context: RunContext,
-  deps: Omit<TriggerDeps, 'git'>,
-): Promise<void> {
+async function recordFailures(results: readonly ReleaseResult[], triggered: readonly Triggered[], context: RunContext, events: EventSink): Promise<void> {
   const byKey = new Map(triggered.map((t) => [releaseKey(t.planned), t.release]))
+  const run = context.runUrl === undefined ? '' : ` Run: ${context.runUrl}`
   await Promise.all(
     results
       .filter((r) => FAILED.has(r.status))
       .map(async (r) => {
         const release = byKey.get(releaseKey(r))
         if (release === undefined) return
-        const run = context.runUrl === undefined ? '' : ` Run: ${context.runUrl}`
-        try {
-          await cluster.recordEvent(
-            { release, type: 'Warning', reason: 'UpgradeFailed', message: `${r.status} after the config change: ${r.message}.${run}` },
-            { dryRun: false },
-          )
-        } catch (error) {
-          deps.log.warning(`${releaseKey(r)}: could not record the Warning Event: ${messageOf(error)}`)
-        }
+        await events.record({ release, type: 'Warning', reason: 'UpgradeFailed', message: `${r.status} after the config change: ${r.message}.${run}` })
       }),
   )
 }

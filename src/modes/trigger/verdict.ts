@@ -7,7 +7,7 @@ import { FAILED, Status, type TriggerReport } from '../../engine/result.ts'
 import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/reporter.ts'
 import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
-import { SkipReason } from './decision.ts'
+import { SkipReason } from './action.ts'
 import { failureOf, resultTable } from './report.ts'
 
 export interface VerdictContext {

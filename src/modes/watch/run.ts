@@ -5,10 +5,10 @@
 // The first complete sync, every relist and every new leadership run a full pass, so changes
 // made while nobody watched are caught from `<prefix>/config-digest`.
 
-import { randomBytes, randomInt } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { mapLimit } from '../../lib/concurrency.ts'
-import { SkipReason } from '../trigger/decision.ts'
+import { SkipReason } from '../trigger/action.ts'
 import { recordedDigests } from '../../core/helmrelease.ts'
 import { messageOf } from '../../lib/errors.ts'
 import { FLUX_KEYS, keysFor } from '../../core/keys.ts'
@@ -19,7 +19,9 @@ import { releaseKey, type ReleaseRef, type SourceId, type SourceKind, type Sourc
 import { runRecover } from '../recover/run.ts'
 import { Status } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
-import { triggerRelease, type PatchScope } from '../trigger/pipeline.ts'
+import { triggerRelease } from '../trigger/release.ts'
+import type { TriggerOptions } from '../trigger/action.ts'
+import { tokenSequence } from '../../engine/tokens.ts'
 import { short } from '../../core/digest.ts'
 import type { Clock } from '../../engine/ports.ts'
 import type { WatchConnection } from '../../kube/connect.ts'
@@ -112,21 +114,18 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   )
 
   // ---- one release run: plan from the view, precheck from the cache, then the engine --------
-  const sequence = { n: randomInt(1000) * 1000 }
-  const scope: PatchScope = {
+  // force would re-trigger on our own patch's watch event, forever: not in watch mode. The
+  // sources are known from their watch (a newer change queues another run), so the engine's
+  // re-read of each source before patching (the superseded check) is not needed.
+  const options: TriggerOptions = {
     keys,
-    // force would re-trigger on our own patch's watch event, forever: not in watch mode. The
-    // sources are known from their watch (a newer change queues another run), so the engine's
-    // re-read of each source before patching (waitForApply's superseded check) is not needed.
-    settings: { ...settings, force: false, waitForApply: false, apply: false },
-    context: { eventName: 'watch', event: {}, sha: '', runUrl: undefined },
-    unapplied: new Map(),
-    deps: { clock, log },
-    sequence,
-    head: '',
-    baseline: new Map(),
+    force: false,
+    reset: settings.reset,
+    checkSuperseded: false,
     requestedBy: 'by helmrelease-trigger watch',
+    runUrl: undefined,
   }
+  const tokens = tokenSequence()
 
   async function runRelease(key: string, firstEventAt: number | undefined): Promise<void> {
     if (!isLeading()) return
@@ -147,8 +146,24 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
     // patch, so a release changed since conflicts and the engine reads it again.
     const cached = view.release(key)
     const observed = cached === undefined ? undefined : new Map([[key, cached]])
-    const outcome = await triggerRelease(cluster, planned, { ...scope, events, ...(observed === undefined ? {} : { observed }) })
-    if ('triggered' in outcome) {
+    const outcome = await triggerRelease(planned, {
+      options,
+      write: {
+        cluster,
+        requestedAtKey: keys.requestedAt,
+        dryRun: settings.dryRun,
+        clock,
+        log,
+        tokens,
+        events: { record: async (event) => void events.push(event) },
+      },
+      semanticDigest: settings.semanticDigest,
+      timeoutMs: settings.timeoutMs,
+      unapplied: new Map(),
+      baseline: new Map(),
+      ...(observed === undefined ? {} : { observed }),
+    })
+    if (outcome.kind === 'triggered') {
       const { release, token } = outcome.triggered
       view.upsertRelease({ ...release, key: releaseKey(release) })
       const latencyMs = firstEventAt === undefined ? undefined : clock.now() - firstEventAt

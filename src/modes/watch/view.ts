@@ -4,7 +4,7 @@
 // what to plan for a release, with the same rules as trigger mode (annotation targets, and
 // with `discover` every release whose valuesFrom names the source).
 
-import { decide, SkipReason, type Decision } from '../trigger/decision.ts'
+import { decide, SkipReason, type Decision } from '../trigger/action.ts'
 import { contentOfConfigMap, digestOf } from '../../core/digest.ts'
 import type { Keys } from '../../core/keys.ts'
 import type { HelmRelease } from '../../core/helmrelease.ts'

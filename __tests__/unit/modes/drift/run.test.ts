@@ -7,7 +7,7 @@ import { driftCounts, driftHeadline, driftOutput, driftSummary, driftText } from
 import { encodeRelease } from '../../../../src/modes/drift/storage.ts'
 import { ForbiddenError } from '../../../../src/kube/api-error.ts'
 import type { Json, ObjectReader, ObjectRef, ResourceInfo, StorageSecret } from '../../../../src/kube/objects.ts'
-import { Status, type ReleaseResult } from '../../../../src/engine/result.ts'
+import { controllerReason, Reason, Status, type ReleaseResult } from '../../../../src/engine/result.ts'
 import { parseSettings } from '../../../../src/settings.ts'
 import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
 import { FakeClock, FakeCluster } from '../../../../test/support/fakes.ts'
@@ -130,7 +130,7 @@ class FakeOutcome implements OutcomeWaiter {
       name: t.planned.name,
       sources: [],
       status: this.status,
-      reason: this.status === Status.Upgraded ? 'UpgradeSucceeded' : 'UpgradeFailed',
+      reason: this.status === Status.Upgraded ? Reason.UpgradeSucceeded : controllerReason('UpgradeFailed'),
       message: 'done',
       durationMs: 1,
       severity: this.status === Status.Upgraded ? 'none' : 'error',

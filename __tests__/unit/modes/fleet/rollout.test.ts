@@ -7,7 +7,7 @@ import type { ClusterPlan, FleetPlan } from '../../../../src/modes/fleet/fleet-p
 import { ClusterState, readResultFile, writeResultFile, type ClusterResult } from '../../../../src/modes/fleet/fleet-result.ts'
 import { fleetFailure, fleetHeadline, fleetSummaryMarkdown, fleetText } from '../../../../src/modes/fleet/fleet-summary.ts'
 import { gatherResults, runRollout } from '../../../../src/modes/fleet/rollout.ts'
-import { Status } from '../../../../src/engine/result.ts'
+import { controllerReason, Status } from '../../../../src/engine/result.ts'
 
 const DIGEST = `sha256:${'1'.repeat(64)}` as const
 
@@ -45,7 +45,7 @@ function ran(c: ClusterPlan, status: Status): ClusterResult {
       name: r.name,
       sources: r.sources,
       status,
-      reason: failed ? 'UpgradeFailed' : 'Upgraded',
+      reason: controllerReason(failed ? 'UpgradeFailed' : 'UpgradeSucceeded'),
       message: failed ? 'Helm upgrade failed' : 'upgraded to revision 2',
       durationMs: 1500,
       severity: failed ? 'error' : 'none',

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Digest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
 import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../src/modes/trigger/report.ts'
-import { Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../../../src/engine/result.ts'
+import { Status, type ReleaseResult, type SourceResult, type TriggerReport, controllerReason } from '../../../../src/engine/result.ts'
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
 const HEAD_SHA = '2222222222222222222222222222222222222222'
@@ -47,7 +47,7 @@ function result(name: string, status: Status, extra: Partial<ReleaseResult> = {}
     name,
     sources: [{ id: CM, digest: digest('a') }],
     status,
-    reason: status,
+    reason: controllerReason(status),
     message: `${name} is ${status}`,
     durationMs: 1_500,
     severity: 'none',
@@ -223,7 +223,7 @@ describe('outputsOf', () => {
 })
 
 describe('failureOf', () => {
-  const failedResult = result('app', Status.Failed, { reason: 'UpgradeFailed', severity: 'error' })
+  const failedResult = result('app', Status.Failed, { reason: controllerReason('UpgradeFailed'), severity: 'error' })
   const timedOut = result('slow', Status.TimedOut, { reason: 'TimedOut', severity: 'error' })
   const notFound = result('gone', Status.Skipped, { reason: 'NotFound', severity: 'warning' })
   const upgraded = result('ok', Status.Upgraded, { reason: 'UpgradeSucceeded' })
@@ -275,7 +275,7 @@ describe('failureOf', () => {
   })
 
   it('names the first five problems and counts the rest', () => {
-    const results = Array.from({ length: 7 }, (_, i) => result(`r${i}`, Status.Failed, { reason: 'UpgradeFailed', severity: 'error' }))
+    const results = Array.from({ length: 7 }, (_, i) => result(`r${i}`, Status.Failed, { reason: controllerReason('UpgradeFailed'), severity: 'error' }))
     expect(failureOf(report({ results }), 'error')).toBe(
       '7 problems (fail-on: error): apps/r0: Failed (UpgradeFailed); apps/r1: Failed (UpgradeFailed); apps/r2: Failed (UpgradeFailed); apps/r3: Failed (UpgradeFailed); apps/r4: Failed (UpgradeFailed) and 2 more',
     )
@@ -318,7 +318,7 @@ describe('summaryMarkdown', () => {
     }),
     result('worker', Status.Failed, {
       sources: [{ id: SECRET, digest: digest('b') }],
-      reason: 'UpgradeFailed',
+      reason: controllerReason('UpgradeFailed'),
       message: 'Helm upgrade failed | exit 1\nline two <b>bold</b>',
       revisionBefore: 3,
       revisionAfter: 4,

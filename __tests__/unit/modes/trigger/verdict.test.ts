@@ -2,7 +2,7 @@
 // annotations on the changed lines, the plan on pull requests, and the superseded case.
 
 import { describe, expect, it } from 'vitest'
-import { SkipReason } from '../../../../src/modes/trigger/decision.ts'
+import { SkipReason } from '../../../../src/modes/trigger/action.ts'
 import { resultTable, summaryMarkdown } from '../../../../src/modes/trigger/report.ts'
 import { errorVerdict, triggerVerdict, verdictTitle } from '../../../../src/modes/trigger/verdict.ts'
 import { Status } from '../../../../src/engine/result.ts'

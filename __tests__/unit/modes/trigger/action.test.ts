@@ -1,7 +1,7 @@
 // The per-release decision (pure), the merge patch it leads to, and the requestedAt token.
 
 import { describe, expect, it } from 'vitest'
-import { buildPatch, compactDigestJson, decide, SkipReason, supersededBy, type Decision } from '../../../../src/modes/trigger/decision.ts'
+import { buildPatch, compactDigestJson, decide, SkipReason, supersededBy, triggerAction, type Decision } from '../../../../src/modes/trigger/action.ts'
 import { isStalled, recordedDigests } from '../../../../src/core/helmrelease.ts'
 import { newToken } from '../../../../src/engine/tokens.ts'
 import { keysFor } from '../../../../src/core/keys.ts'
@@ -416,5 +416,38 @@ describe('supersededBy (re-checked right before the patch)', () => {
     )
     expect(decision).toMatchObject({ action: 'skip', reason: SkipReason.Superseded })
     expect(decision?.action === 'skip' ? decision.message : '').toContain(`${A} no longer exists`)
+  })
+})
+
+describe('triggerAction', () => {
+  const options = { keys, force: false, reset: false, requestedBy: 'for commit 0123456789ab', runUrl: 'https://ci/run/3' }
+  const moved = async () => new Map([[A, digest('z')]])
+
+  it('decides with decide() and writes buildPatch() with the token', () => {
+    const action = triggerAction(planned, { ...options, checkSuperseded: false }, moved)
+    const live = release()
+    const decided = action.decide(live, 0)
+    expect(decided).toMatchObject({ kind: 'write', write: { action: 'trigger', force: false, reset: false } })
+    if (decided.kind !== 'write') return
+    expect(action.patch(decided.write, live, 'T')).toEqual(buildPatch(live, planned, decided.write, 'T', keys))
+    expect(action.decide(undefined, 0)).toMatchObject({ kind: 'skip', skip: { reason: SkipReason.NotFound } })
+  })
+
+  it.each([
+    [true, SkipReason.Superseded],
+    [false, undefined],
+  ] as const)('rechecks for a newer commit only when checkSuperseded is %s', async (checkSuperseded, reason) => {
+    const action = triggerAction(planned, { ...options, checkSuperseded }, moved)
+    const skip = action.recheck === undefined ? undefined : await action.recheck(release(), false)
+    expect(skip?.reason).toBe(reason)
+  })
+
+  it('says who asked, why and each source digest in the Event', () => {
+    const action = triggerAction(planned, { ...options, checkSuperseded: false }, moved)
+    const event = action.event?.({ action: 'trigger', force: false, reset: false, why: `${A} changed` }, release(), 'T')
+    expect(event).toEqual({
+      reason: 'ConfigChanged',
+      message: `Reconcile requested for commit 0123456789ab: ${A} changed (${A} ${digest('a').slice(7, 19)}, ${B} ${digest('b').slice(7, 19)}). Run: https://ci/run/3`,
+    })
   })
 })

@@ -1,20 +1,25 @@
-// Observe → decide → act: what to do with one planned release, given what the cluster shows.
-// Pure: the engine observes, this decides, the engine acts and observes again.
+// Trigger's release action: what to do with one planned release, given what the cluster shows
+// (decide), whether a newer commit's content is live by now (supersededBy), the patch
+// (buildPatch) and the Event. Pure: the write engine (engine/write-release.ts) observes, this
+// decides, the engine acts and observes again. Watch mode triggers through it too.
 
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import { isStalled, recordedDigests } from '../../core/helmrelease.ts'
 import type { ReleasePatch } from '../../kube/cluster.ts'
 import type { Keys } from '../../core/keys.ts'
+import { short } from '../../core/digest.ts'
+import type { ReleaseAction } from '../../engine/write-release.ts'
+import { Reason } from '../../engine/result.ts'
 import type { Digest, PlannedRelease, SourceId } from '../../core/model.ts'
 
+/** The reasons trigger's decision skips a release for. */
 export const SkipReason = {
-  NotFound: 'NotFound',
-  Suspended: 'Suspended',
-  UpToDate: 'UpToDate',
-  SourceNotApplied: 'SourceNotApplied',
-  PlanOnly: 'PlanOnly',
-  /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
-  Superseded: 'Superseded',
+  NotFound: Reason.NotFound,
+  Suspended: Reason.Suspended,
+  UpToDate: Reason.UpToDate,
+  SourceNotApplied: Reason.SourceNotApplied,
+  PlanOnly: Reason.PlanOnly,
+  Superseded: Reason.Superseded,
 } as const
 export type SkipReason = (typeof SkipReason)[keyof typeof SkipReason]
 
@@ -56,12 +61,12 @@ export function decide(input: DecisionInput): Decision {
  * digests over the newer ones, so the release is skipped. `live` holds the digest read for
  * each checked source (undefined: deleted since); sources not in it were not checked.
  */
-export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId, Digest | undefined>): Decision | undefined {
+export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId, Digest | undefined>): Extract<Decision, { action: 'skip' }> | undefined {
   const moved = planned.sources.filter((s) => live.has(s.id) && live.get(s.id) !== s.digest)
   if (moved.length === 0) return undefined
   const seen = moved.map((s) => {
     const now = live.get(s.id)
-    return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${shortDigest(now)}`} (this run: ${shortDigest(s.digest)})`
+    return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${short(now)}`} (this run: ${short(s.digest)})`
   })
   return {
     action: 'skip',
@@ -73,10 +78,6 @@ export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId
 /** requestedAt holds the token we sent: our patch landed, whatever became of its answer. */
 export function patchLanded(live: HelmRelease, token: string, keys: Keys): boolean {
   return live.annotations[keys.requestedAt] === token
-}
-
-function shortDigest(digest: string): string {
-  return digest.replace(/^sha256:/, '').slice(0, 12)
 }
 
 /** The merge patch for a trigger: the token, the digests (merged with those recorded) and the discovery label. */
@@ -98,4 +99,47 @@ export function buildPatch(live: HelmRelease, planned: PlannedRelease, decision:
 export function compactDigestJson(digests: ReadonlyMap<string, string>): string {
   const sorted = [...digests.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return JSON.stringify(Object.fromEntries(sorted))
+}
+
+// ---- The release action ------------------------------------------------------------------
+
+export type TriggerWrite = Extract<Decision, { action: 'trigger' }>
+export type TriggerSkip = Extract<Decision, { action: 'skip' }>
+
+/** What a trigger needs from the settings, and nothing else. */
+export interface TriggerOptions {
+  readonly keys: Keys
+  readonly force: boolean
+  readonly reset: boolean
+  /**
+   * Re-read each plain source after the release read and skip when a newer commit's content is
+   * live (the superseded check). Watch mode passes false: a newer change queues another run.
+   */
+  readonly checkSuperseded: boolean
+  /** Who asked, for the Event: `for commit <sha>`, `by helmrelease-trigger watch`. */
+  readonly requestedBy: string
+  /** Link to the workflow run, named in the Event. */
+  readonly runUrl: string | undefined
+}
+
+/** The live digest of each plain source of the release (undefined: gone); `listed` as in ReleaseAction.recheck. */
+export type SourceDigests = (listed: boolean) => Promise<ReadonlyMap<SourceId, Digest | undefined>>
+
+export function triggerAction(planned: PlannedRelease, options: TriggerOptions, digests: SourceDigests): ReleaseAction<TriggerWrite, TriggerSkip> {
+  return {
+    decide: (live) => {
+      const decision = decide({ planned, live, digestKey: options.keys.configDigest, force: options.force, reset: options.reset })
+      return decision.action === 'skip' ? { kind: 'skip', skip: decision } : { kind: 'write', write: decision }
+    },
+    ...(options.checkSuperseded ? { recheck: async (_live: HelmRelease, listed: boolean) => supersededBy(planned, await digests(listed)) } : {}),
+    patch: (write, live, token) => buildPatch(live, planned, write, token, options.keys),
+    event: (write) => ({ reason: 'ConfigChanged', message: triggerEventMessage(planned, write, options) }),
+  }
+}
+
+/** The ConfigChanged Event's message: who asked, why, and each source's digest. */
+export function triggerEventMessage(planned: PlannedRelease, write: TriggerWrite, options: Pick<TriggerOptions, 'requestedBy' | 'runUrl'>): string {
+  const sources = planned.sources.map((s) => `${s.id} ${short(s.digest)}`).join(', ')
+  const run = options.runUrl === undefined ? '' : ` Run: ${options.runUrl}`
+  return `Reconcile requested ${options.requestedBy}: ${write.why} (${sources}).${run}`
 }
