@@ -1,7 +1,7 @@
 // Reporting consumes results; it never decides. One TriggerReport feeds the job summary,
 // the outputs, the CLI table and the exit status.
 
-import { cell, columns, location } from '../../lib/text.ts'
+import { cell, code, columns, location } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
 import type { PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { releaseKey } from '../../core/model.ts'
@@ -127,7 +127,7 @@ export function summaryMarkdown(report: TriggerReport): string {
       '',
       '### Manifest problems',
       '',
-      ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} \`${cell(location(p))}\` ${cell(p.message)}`),
+      ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`),
     )
   }
   return `${lines.join('\n')}\n`
@@ -142,7 +142,7 @@ function planTable(sources: readonly PlannedSource[]): string[] {
     '| --- | --- | --- | --- | --- |',
     ...sources.map(
       (s) =>
-        `| \`${cell(s.id)}\` | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | \`${cell(s.origin.file)}:${s.origin.line}\` | ${s.targets.map((t) => `\`${cell(releaseKey(t))}\``).join(', ') || '—'} |`,
+        `| ${code(s.id)} | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | ${code(`${s.origin.file}:${s.origin.line}`)} | ${s.targets.map((t) => `${code(releaseKey(t))}`).join(', ') || '—'} |`,
     ),
   ]
 }
@@ -152,7 +152,7 @@ function resultTable(report: TriggerReport): string[] {
   const rows = report.results.flatMap((r) =>
     (r.sources.length > 0 ? r.sources : [undefined]).map(
       (s) =>
-        `| ${s === undefined ? '—' : `\`${cell(s.id)}\``} | \`${cell(releaseKey(r))}\` | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
+        `| ${s === undefined ? '—' : `${code(s.id)}`} | ${code(releaseKey(r))} | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
     ),
   )
   return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
