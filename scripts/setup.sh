@@ -18,4 +18,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x node_modules/
 fi
 node_modules/.bin/node --version | grep -q '^v24\.' || { echo "setup: node_modules/.bin/node is not Node 24; delete node_modules and rerun." >&2; exit 1; }
 
+# The Node releases the packed CLI is tested on (__tests__/local/node-versions.test.ts), from
+# the node@<version> npm packages, cached by exact version under ~/.cache.
+for version in $(node -p "require('./test/support/node-versions.json').join(' ')"); do
+  dir="$HOME/.cache/helmrelease-trigger/node/$version"
+  if [ ! -x "$dir/node_modules/.bin/node" ]; then
+    echo "setup: installing Node $version for the packed-CLI test" >&2
+    npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "node@$version"
+  fi
+done
+
 test/cluster/build.sh kube source-controller helm-controller

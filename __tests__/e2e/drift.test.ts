@@ -22,6 +22,7 @@ import { useCluster } from '../../test/support/context.ts'
 import { HELM_RELEASE } from '../../test/support/flux.ts'
 import { driftChart, driftChartObjects, manyConfigMapsChart } from '../../test/support/drift-chart.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { tableUnder } from '../../test/support/markdown.ts'
 
 const cluster = useCluster()
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api)
@@ -230,7 +231,7 @@ describe('a scheduled drift job (the bundled action)', () => {
 
     const failed = await job('fail')
     expect(failed.exitCode, `${failed.stdout}\n${failed.stderr}`).toBe(1)
-    expect(failed.summary).toContain(`| \`${ns}/web\` | \`ConfigMap/${ns}/web\` | \`data.greeting\` | \`"hello"\` → \`"edited by hand"\` | changed |`)
+    expect(tableUnder(failed.summary, 'Drift')).toContainEqual([`${ns}/web`, `ConfigMap/${ns}/web`, 'data.greeting', '"hello" → "edited by hand"', 'changed'])
     expect(failed.stdout).toContain(`::error::1 release not in sync (drift-action: fail): ${ns}/web: ConfigMap/${ns}/web data.greeting`)
     const output = JSON.parse(failed.outputs['drift'] ?? '{}') as { releases: { state: string; drifted: { changes: { path: string }[] }[] }[] }
     expect(output.releases[0]?.state).toBe('Drifted')

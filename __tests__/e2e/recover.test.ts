@@ -14,6 +14,7 @@ import { useCluster } from '../../test/support/context.ts'
 import { condition, HELM_RELEASE, type FluxObject } from '../../test/support/flux.ts'
 import { createRepo } from '../../test/support/repo.ts'
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
+import { tableUnder } from '../../test/support/markdown.ts'
 
 const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
@@ -72,7 +73,7 @@ describe('recover with the real helm-controller', () => {
       expect(a['reconcile.fluxcd.io/resetAt']).toBe(a['reconcile.fluxcd.io/requestedAt'])
       expect(a['nebius.ai/recover-attempts']).toBe('1')
       expect((await cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'app' })).data?.['greeting']).toBe('back')
-      expect(run.summary).toContain(`\`${ns}/app\``)
+      expect(tableUnder(run.summary, 'Releases').map((row) => row[1])).toContain(`${ns}/app`)
 
       const next = await runAction({ workspace: repo.dir, eventName: 'schedule', event: {}, sha, inputs: { mode: 'recover', kubeconfig, namespaces: ns } })
       expect(next.exitCode).toBe(0)

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { render } from '../../test/support/markdown.ts'
 
 const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
@@ -281,7 +282,7 @@ describe('trigger against the real apiserver', () => {
     expect(run.exitCode).toBe(1)
     expect(run.stdout).toContain(`Cannot reach the Kubernetes API server https://127.0.0.1:${port} (ECONNREFUSED)`)
     expect(run.summary).toContain('## helmrelease-trigger: failed')
-    expect(run.summary).toContain(`https://127.0.0.1:${port}`)
+    expect(render(run.summary).lines.join('\n')).toContain(`https://127.0.0.1:${port}`)
   })
 
   it('apply: true server-side-applies the changed ConfigMap first, then triggers', async () => {

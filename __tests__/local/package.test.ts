@@ -40,6 +40,6 @@ describe('the npm package', () => {
     const help = execFileSync(join(app, 'node_modules', '.bin', 'helmrelease-trigger'), ['--help'], { encoding: 'utf8' })
     expect(help).toMatch(/^Usage: helmrelease-trigger /)
     const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'helmrelease-trigger', 'package.json'), 'utf8')) as { engines?: { node?: string } }
-    expect(manifest.engines?.node).toBe('>=24')
+    expect(manifest.engines?.node).toBe('>=22.19.0')
   }, 120_000)
 })

@@ -44,7 +44,62 @@ export function loadKubeconfig(request: KubeconfigRequest): LoadedKubeconfig {
   if (cluster === null || cluster.server === '') {
     throw new ConfigurationError(`The kubeconfig (${origin}) has no current context with a cluster server; set current-context or the 'context' input.`)
   }
+  quietExecPlugins(config)
   return { config, origin, server: cluster.server, secrets: secretsOf(config) }
+}
+
+/**
+ * An exec credential plugin's error output often quotes what it was given (keys, tokens) and
+ * client-node turns it into the error message whole. Replace it with one sentence naming the
+ * command and its exit code; the output itself is never shown.
+ */
+function quietExecPlugins(config: KubeConfig): void {
+  // client-node keeps its built-in authenticators in a private field; ExecAuth is found by shape.
+  const found: unknown = Reflect.get(config, 'authenticators')
+  const authenticators: unknown[] = Array.isArray(found) ? found : []
+  for (const auth of authenticators) {
+    if (!isExecAuthenticator(auth)) continue
+    const spawn = auth.execFn
+    let exit: number | null = null
+    auth.execFn = (command, args, options) => {
+      const child = spawn(command, args, options)
+      child.on('close', (code) => (exit = code))
+      return child
+    }
+    const apply = auth.applyAuthentication.bind(auth)
+    auth.applyAuthentication = async (user, options) => {
+      exit = null
+      try {
+        return await apply(user, options)
+      } catch (error) {
+        const command = execCommand(user)
+        // The spawn error (ENOENT) names only the command; the plugin's own output is never shown.
+        const how = exit === null ? `did not run: ${errorCode(error)}` : `exit ${exit}`
+        throw new ConfigurationError(
+          `The kubeconfig's exec credential plugin '${command}' failed (${how}); its error output is not shown, as it may hold credentials. Run it by hand to see why.`,
+        )
+      }
+    }
+  }
+}
+
+interface ExecAuthenticator {
+  execFn: (command: string, args: readonly string[] | undefined, options: object) => import('node:child_process').ChildProcess
+  applyAuthentication: (user: unknown, options: object) => Promise<unknown>
+}
+
+function isExecAuthenticator(value: unknown): value is ExecAuthenticator {
+  return typeof value === 'object' && value !== null && 'execFn' in value && typeof value.execFn === 'function' && 'applyAuthentication' in value
+}
+
+function errorCode(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'no exit code'
+}
+
+function execCommand(user: unknown): string {
+  const exec = typeof user === 'object' && user !== null && 'exec' in user ? user.exec : undefined
+  const command = typeof exec === 'object' && exec !== null && 'command' in exec ? exec.command : undefined
+  return typeof command === 'string' ? command.split('/').pop() || command : 'unknown'
 }
 
 function load(request: KubeconfigRequest): { config: KubeConfig; origin: string } {
@@ -126,20 +181,48 @@ function fromFile(file: string): KubeConfig {
 }
 
 function secretsOf(config: KubeConfig): string[] {
-  const values = config.getUsers().flatMap((u) => [u.token, u.password, u.keyData, u.certData])
-  const fromAuthProviders = config.getUsers().flatMap((u) => {
+  const users = config.getUsers()
+  const values = users.flatMap((u) => [u.token, u.password, u.keyData, u.certData])
+  const fromAuthProviders = users.flatMap((u) => {
     const c: unknown = u.authProvider?.config
     if (typeof c !== 'object' || c === null) return []
     return Object.values(c).filter((v): v is string => typeof v === 'string')
   })
-  const all = [...values, ...fromAuthProviders].filter((v): v is string => typeof v === 'string' && v.length >= 4)
-  // Base64 fields also appear decoded (a PEM key in an error message), so mask both forms.
-  const decoded = all
-    .filter((v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && v.length > 40)
+  const fromExec = users.flatMap((u) => execSecrets(u.exec))
+  const fromProxies = config.getClusters().flatMap((c) => userInfo(c.proxyUrl))
+  const all = [...values, ...fromAuthProviders, ...fromExec, ...fromProxies].filter((v): v is string => typeof v === 'string' && v.length >= 4)
+  // client-key-data and client-certificate-data are base64 and also appear decoded (a PEM line in
+  // an error message): mask both forms. Only those: a token is not base64 of anything.
+  const decoded = users
+    .flatMap((u) => [u.keyData, u.certData])
+    .filter((v): v is string => typeof v === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(v) && v.length > 40)
     .flatMap((v) => Buffer.from(v, 'base64').toString('utf8').split('\n'))
     .map((l) => l.trim())
     .filter((l) => l.length >= 16 && !l.startsWith('-----'))
   return [...new Set([...all, ...decoded])]
+}
+
+/** The values an exec plugin is given: every env value, and each argument that is not a flag name or a plain word. */
+function execSecrets(exec: unknown): string[] {
+  if (typeof exec !== 'object' || exec === null) return []
+  const env = 'env' in exec && Array.isArray(exec.env) ? exec.env : []
+  const values = env.flatMap((e: unknown) => (typeof e === 'object' && e !== null && 'value' in e && typeof e.value === 'string' ? [e.value] : []))
+  const args = 'args' in exec && Array.isArray(exec.args) ? exec.args : []
+  const tokens = args
+    .flatMap((a: unknown) => (typeof a === 'string' ? [a.includes('=') ? a.slice(a.indexOf('=') + 1) : a] : []))
+    .filter((a: string) => !a.startsWith('-') && !/^[a-z][a-z-]*$/.test(a))
+  return [...values, ...tokens]
+}
+
+/** The user:password of a proxy URL. */
+function userInfo(url: string | undefined): string[] {
+  if (url === undefined) return []
+  try {
+    const parsed = new URL(url)
+    return [parsed.password, decodeURIComponent(parsed.password)].filter((p) => p !== '')
+  } catch {
+    return []
+  }
 }
 
 function capitalise(s: string): string {

@@ -1,5 +1,7 @@
 // Text for people: table columns, markdown cells, file locations.
 
+import { oneLine } from './untrusted.ts'
+
 /** `file:line`, or the file alone when the line is unknown. */
 export function location<P extends { readonly file: string; readonly line?: number | undefined }>(p: P): string {
   return p.line === undefined ? p.file : `${p.file}:${p.line}`
@@ -11,23 +13,27 @@ export function columns(rows: readonly (readonly string[])[]): string[] {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
 }
 
-/** Text made safe for one markdown table cell. */
-export function cell(text: string): string {
-  return text
-    .replace(/\|/g, '\\|')
-    .replace(/\r\n|\r|\n/g, ' ')
-    .replace(/</g, '&lt;')
-}
+/** Longest text put into one markdown cell or line. */
+export const MAX_CELL = 1000
 
 /**
- * Text as inline code that is safe in a markdown table cell: the fence is longer than any run
- * of backticks inside, `|` is escaped (GFM splits cells before it reads code spans), and line
- * breaks become spaces. `<` stays as it is: inside code it is shown, never read as HTML.
+ * Characters markdown (GFM) gives a meaning to, as numeric references: emphasis, code spans, links
+ * and images, headings, tables, HTML, escapes, strikethrough, and the `:`/`@` of autolinks.
  */
+const MARKDOWN = /[&<>"'`*_[\]()!#~|\\:@]/g
+
+/**
+ * Untrusted text made inert in a markdown cell or line: no line break (CommonMark also ends a line
+ * at a lone CR), no markup, no autolink, controls and bidi marks shown as escapes, capped.
+ */
+export function cell(text: string): string {
+  return oneLine(text, MAX_CELL)
+    .replace(/⏎/g, ' ')
+    .replace(MARKDOWN, (ch) => `&#${ch.charCodeAt(0)};`)
+    .replace(/www\./gi, (w) => `${w.slice(0, 3)}&#46;`)
+}
+
+/** Untrusted text shown as code: `<code>` around the escaped text (a backtick in it cannot end the span). */
 export function code(text: string): string {
-  const flat = text.replace(/\r\n|\r|\n/g, ' ').replace(/\|/g, '\\|')
-  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length))
-  const fence = '`'.repeat(longest + 1)
-  const pad = flat.startsWith('`') || flat.endsWith('`') || (flat.startsWith(' ') && flat.endsWith(' ') && flat.trim() !== '') ? ' ' : ''
-  return `${fence}${pad}${flat}${pad}${fence}`
+  return `<code>${cell(text)}</code>`
 }

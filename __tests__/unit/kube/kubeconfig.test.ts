@@ -320,3 +320,58 @@ describe('secrets', () => {
     expect(secrets).toEqual(expect.arrayContaining(['oidc-id-token-value-123', 'oidc-refresh-token-456']))
   })
 })
+
+describe('exec credential plugins and tokens (audit F10)', () => {
+  const SECRET_KEY = 'wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY'
+  const execKubeconfig = (command: string, args: string[]) => `clusters:
+  - name: c
+    cluster: { server: https://c.example.test, proxy-url: "http://proxyuser:proxy-pass-0123@proxy.example.test:3128" }
+users:
+  - name: u
+    user:
+      exec:
+        apiVersion: client.authentication.k8s.io/v1
+        command: ${command}
+        args: ${JSON.stringify(args)}
+        env:
+          - name: AWS_SECRET_ACCESS_KEY
+            value: ${SECRET_KEY}
+contexts:
+  - name: c
+    context: { cluster: c, user: u }
+current-context: c
+`
+
+  it('masks exec env values, secret-looking exec args and the proxy password', async () => {
+    const { secrets } = loadKubeconfig(
+      await request({ kubeconfig: execKubeconfig('aws', ['eks', 'get-token', '--role-arn=arn:aws:iam::1:role/x', 'sk-arg-0123456789']) }),
+    )
+    expect(secrets).toEqual(expect.arrayContaining([SECRET_KEY, 'arn:aws:iam::1:role/x', 'sk-arg-0123456789', 'proxy-pass-0123']))
+    expect(secrets).not.toContain('get-token')
+  })
+
+  it("a failing plugin's error output (the audit reproducer echoes its secret env) is never in the error", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hrt-exec-'))
+    const plugin = join(dir, 'aws')
+    await writeFile(plugin, '#!/bin/sh\necho "aws: error: could not assume role with secret key $AWS_SECRET_ACCESS_KEY" >&2\nexit 3\n', { mode: 0o755 })
+    const { config } = loadKubeconfig(await request({ kubeconfig: execKubeconfig(plugin, []) }))
+    const error: unknown = await config.applyToHTTPSOptions({}).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    await rm(dir, { recursive: true, force: true })
+    expect(error).toBeInstanceOf(ConfigurationError)
+    const message = error instanceof Error ? error.message : ''
+    expect(message).not.toContain(SECRET_KEY)
+    expect(message).toBe(
+      "The kubeconfig's exec credential plugin 'aws' failed (exit 3); its error output is not shown, as it may hold credentials. Run it by hand to see why.",
+    )
+  })
+
+  it('a token is masked as it is, never base64-decoded as if it were base64', async () => {
+    const token = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+    const text = `clusters:\n  - name: c\n    cluster: { server: https://c.example.test }\nusers:\n  - name: u\n    user: { token: ${token} }\ncontexts:\n  - name: c\n    context: { cluster: c, user: u }\ncurrent-context: c\n`
+    const { secrets } = loadKubeconfig(await request({ kubeconfig: text }))
+    expect(secrets).toEqual([token])
+  })
+})

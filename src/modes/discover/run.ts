@@ -13,7 +13,7 @@ import { FindingCode, lint, problemFindings, type Finding, type LintSource } fro
 import { parseManifestFile } from '../../core/manifest.ts'
 import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
 import { pathFilter, repositoryManifests } from '../../core/plan.ts'
-import { cell, columns, location } from '../../lib/text.ts'
+import { cell, code, columns, location } from '../../lib/text.ts'
 import type { FailOn, Settings } from '../../settings.ts'
 import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
@@ -292,7 +292,7 @@ export function discoverSummary(report: DiscoverReport): string {
       '',
       '| Release | Change | Result |',
       '| --- | --- | --- |',
-      ...report.labels.map((l) => `| \`${cell(releaseKey(l))}\` | ${l.action} | ${l.status === 'failed' ? '❌' : '✅'} ${cell(l.message)} |`),
+      ...report.labels.map((l) => `| ${code(releaseKey(l))} | ${l.action} | ${l.status === 'failed' ? '❌' : '✅'} ${cell(l.message)} |`),
     )
   }
   lines.push('', '### Findings', '')
@@ -303,7 +303,7 @@ export function discoverSummary(report: DiscoverReport): string {
       '| --- | --- | --- | --- |',
       ...report.findings.map(
         (f) =>
-          `| ${MARK[f.severity]} | ${f.code} | ${f.file === undefined ? '—' : `\`${cell(`${f.file}${f.line === undefined ? '' : `:${f.line}`}`)}\``} | ${cell(f.message)} |`,
+          `| ${MARK[f.severity]} | ${f.code} | ${f.file === undefined ? '—' : `${code(`${f.file}${f.line === undefined ? '' : `:${f.line}`}`)}`} | ${cell(f.message)} |`,
       ),
     )
   return `${lines.join('\n')}\n`

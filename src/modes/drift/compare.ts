@@ -185,8 +185,14 @@ const SUFFIX: Readonly<Record<string, number>> = {
 }
 
 /** A Kubernetes resource.Quantity as a number, or undefined when the text is not one. */
+/** Longer text is no quantity (Kubernetes' own are far shorter): the regex then never sees a 1 MiB value. */
+const MAX_QUANTITY = 64
+
 export function quantity(text: string): number | undefined {
-  const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/.exec(text.trim())
+  const trimmed = text.trim()
+  if (trimmed.length > MAX_QUANTITY) return undefined
+  // One way to match each digit (`\d+(?:\.\d*)?`, not `\d+\.?\d*`): linear, no backtracking blow-up.
+  const m = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/.exec(trimmed)
   if (m === null) return undefined
   const [, mantissa = '', exponent, suffix = ''] = m
   const base = Number(mantissa)

@@ -3,7 +3,7 @@
 
 import { formatDuration } from '../../lib/duration.ts'
 import { releaseKey } from '../../core/model.ts'
-import { cell, columns } from '../../lib/text.ts'
+import { cell, code, columns } from '../../lib/text.ts'
 import { ObjectState, ReleaseState, objectKey, type DriftReport, type ObjectDrift, type ReleaseDrift } from './run.ts'
 
 const ICON: Readonly<Record<ReleaseState, string>> = { InSync: '✅', Drifted: '⚠️', Skipped: '⏭️', Error: '❌' }
@@ -89,7 +89,7 @@ export function driftSummary(report: DriftReport): string {
     for (const r of report.releases) {
       const details = [r.message, correctionText(r)].filter((t) => t !== '').join('; ')
       lines.push(
-        `| \`${cell(releaseKey(r))}\` | \`${cell(`${r.storageNamespace}/${r.releaseName}`)}\` | ${r.revision ?? '—'} | ${ICON[r.state]} ${r.state}${r.reason !== r.state ? ` (${cell(r.reason)})` : ''} | ${r.objects} | ${cell(details)} |`,
+        `| ${code(releaseKey(r))} | ${code(`${r.storageNamespace}/${r.releaseName}`)} | ${r.revision ?? '—'} | ${ICON[r.state]} ${r.state}${r.reason !== r.state ? ` (${cell(r.reason)})` : ''} | ${r.objects} | ${cell(details)} |`,
       )
     }
   }
@@ -97,8 +97,8 @@ export function driftSummary(report: DriftReport): string {
   if (drift.length > 0) {
     lines.push('', '### Drift', '', '| Release | Object | Field | Desired → live | Result |', '| --- | --- | --- | --- | --- |')
     for (const d of drift.slice(0, MAX_SUMMARY_ROWS)) {
-      const change = d.field === '—' ? '—' : `\`${cell(d.desired)}\` → \`${cell(d.live)}\``
-      lines.push(`| \`${cell(d.release)}\` | \`${cell(d.object)}\` | ${d.field === '—' ? '—' : `\`${cell(d.field)}\``} | ${change} | ${cell(d.result)} |`)
+      const change = d.field === '—' ? '—' : `${code(d.desired)} → ${code(d.live)}`
+      lines.push(`| ${code(d.release)} | ${code(d.object)} | ${d.field === '—' ? '—' : `${code(d.field)}`} | ${change} | ${cell(d.result)} |`)
     }
     if (drift.length > MAX_SUMMARY_ROWS) lines.push('', `_${drift.length - MAX_SUMMARY_ROWS} more rows in the \`drift\` output._`)
   }

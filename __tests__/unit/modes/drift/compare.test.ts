@@ -165,6 +165,18 @@ describe('compareObject: equivalent values', () => {
     expect(quantity('12e3')).toBe(12000)
     expect(quantity('1.5x')).toBeUndefined()
     expect(quantity('Gi')).toBeUndefined()
+    expect(quantity(`${'1'.repeat(64)}`)).toBe(Number('1'.repeat(64)))
+    expect(quantity(`${'1'.repeat(65)}`)).toBeUndefined()
+  })
+
+  // Audit F9: the old regex backtracked quadratically (100,000 digits cost 30 s of CPU; this test's
+  // 5 s limit failed). A live ConfigMap's data.storage of a million digits now compares at once.
+  it('a hostile 1 MB quantity under data.storage compares as plain text, without backtracking', () => {
+    const cm = (storage: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { storage } })
+    const hostile = `${'1'.repeat(1_000_000)}x`
+    expect(compareObject(cm('1Gi'), cm(hostile), none)).toMatchObject([{ path: 'data.storage', desired: '"1Gi"' }])
+    expect(quantity(`${'1'.repeat(100_000)}x`)).toBeUndefined()
+    expect(quantity(`${'1.'.repeat(32)}`)).toBeUndefined()
   })
 })
 

@@ -11,6 +11,7 @@ import { controllerReason, Reason, Status, type ReleaseResult } from '../../../.
 import { parseSettings } from '../../../../src/settings.ts'
 import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
 import { FakeClock, FakeCluster } from '../../../../test/support/fakes.ts'
+import { tableUnder } from '../../../../test/support/markdown.ts'
 
 const RESOURCES: Readonly<Record<string, ResourceInfo>> = {
   'v1/ConfigMap': { resource: 'configmaps', namespaced: true },
@@ -374,9 +375,10 @@ describe('drift reporting', () => {
     const report = await run(objects, { 'drift-action': 'fail' })
     const summary = driftSummary(report)
     expect(summary).toContain('## helmrelease-trigger drift: 0 in sync, 1 drifted, 0 skipped, 0 not checked')
-    expect(summary).toContain('| `apps/web` | `ConfigMap/apps/web` | `data.a` | `"1\\|2"` → `"&lt;b>"` | changed |')
-    expect(summary).toContain('| `apps/web` | `Secret/apps/db` | `data.password` | `(redacted)` → `(redacted)` | changed |')
-    expect(summary).toContain('| `apps/web` | `ConfigMap/apps/gone` | — | — | missing |')
+    const drift = tableUnder(summary, 'Drift')
+    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/web', 'data.a', '"1|2" → "<b>"', 'changed'])
+    expect(drift).toContainEqual(['apps/web', 'Secret/apps/db', 'data.password', '(redacted) → (redacted)', 'changed'])
+    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/gone', '—', '—', 'missing'])
     const text = driftText(report)
     expect(text).toMatch(/apps\/web\s+ConfigMap\/apps\/web\s+data\.a\s+"1\|2" -> "<b>"\s+changed/)
     const json = JSON.stringify(driftOutput(report))

@@ -6,6 +6,7 @@ import { parseSettings } from '../../../../src/settings.ts'
 import { outputsOf, summaryMarkdown } from '../../../../src/modes/trigger/report.ts'
 import { ConfigurationError } from '../../../../src/lib/errors.ts'
 import { FakeClock, FakeCluster } from '../../../../test/support/fakes.ts'
+import { tableUnder } from '../../../../test/support/markdown.ts'
 
 const keys = keysFor('nebius.ai')
 const settings = parseSettings(() => '')
@@ -134,7 +135,7 @@ describe('runRecover against the fake cluster', () => {
     expect(cluster.release('other', 'transient').annotations).toEqual({})
     expect(cluster.events.map((e) => e.reason)).toEqual(['RecoveryRequested'])
     expect(outputsOf(report).plan).toBeNull()
-    expect(summaryMarkdown(report)).toContain('`apps/transient`')
+    expect(tableUnder(summaryMarkdown(report), 'Releases').map((row) => row[1])).toContain('apps/transient')
     expect(summaryMarkdown(report)).not.toContain('Range:')
   })
 })

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Digest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
 import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../src/modes/trigger/report.ts'
+import { render, tableUnder } from '../../../../test/support/markdown.ts'
 import { Status, type ReleaseResult, type SourceResult, type TriggerReport, controllerReason } from '../../../../src/engine/result.ts'
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
@@ -347,21 +348,15 @@ describe('summaryMarkdown', () => {
   })
 
   it('has one result row per source × release with the revision, result, duration and details', () => {
-    expect(tableRows(markdown, 'Releases').map(cellsOf)).toEqual([
-      [`\`${CM}\``, '`apps/app`', `\`${'a'.repeat(12)}\``, '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
-      [`\`${SECRET}\``, '`apps/app`', `\`${'b'.repeat(12)}\``, '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
-      [
-        `\`${SECRET}\``,
-        '`apps/worker`',
-        `\`${'b'.repeat(12)}\``,
-        '❌ Failed (UpgradeFailed)',
-        '3 → 4',
-        '1m30s',
-        'Helm upgrade failed \\| exit 1 line two &lt;b>bold&lt;/b>',
-      ],
-      [`\`${CM}\``, '`apps/same`', `\`${'a'.repeat(12)}\``, '➖ Unchanged', '5', '800ms', 'values unchanged'],
-      [`\`${CM}\``, '`apps/gone`', `\`${'a'.repeat(12)}\``, '⏭️ Skipped (NotFound)', '—', '0ms', 'does not exist'],
+    // As rendered by a GFM renderer: the text a reader sees in each cell.
+    expect(tableUnder(markdown, 'Releases')).toEqual([
+      [CM, 'apps/app', 'a'.repeat(12), '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
+      [SECRET, 'apps/app', 'b'.repeat(12), '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
+      [SECRET, 'apps/worker', 'b'.repeat(12), '❌ Failed (UpgradeFailed)', '3 → 4', '1m30s', 'Helm upgrade failed | exit 1 line two <b>bold</b>'],
+      [CM, 'apps/same', 'a'.repeat(12), '➖ Unchanged', '5', '800ms', 'values unchanged'],
+      [CM, 'apps/gone', 'a'.repeat(12), '⏭️ Skipped (NotFound)', '—', '0ms', 'does not exist'],
     ])
+    expect(render(markdown).markup.get('b')).toBeUndefined()
   })
 
   it('keeps every table row at its column count whatever the messages hold', () => {
@@ -372,18 +367,18 @@ describe('summaryMarkdown', () => {
   })
 
   it('lists the plan: one row per changed source with its change, digest, file and targets', () => {
-    expect(tableRows(markdown, 'Plan').map(cellsOf)).toEqual([
-      [`\`${CM}\``, 'modified', `\`${'a'.repeat(12)}\``, '`apps/app/values.yaml:1`', '`apps/app`'],
-      [`\`${SECRET}\``, 'added (encrypted)', `\`${'b'.repeat(12)}\``, '`apps/app/secrets.yaml:4`', '`apps/app`, `apps/worker`'],
+    expect(tableUnder(markdown, 'Plan')).toEqual([
+      [CM, 'modified', 'a'.repeat(12), 'apps/app/values.yaml:1', 'apps/app'],
+      [SECRET, 'added (encrypted)', 'b'.repeat(12), 'apps/app/secrets.yaml:4', 'apps/app, apps/worker'],
     ])
   })
 
   it('shows the notes, the sources that never arrived and the manifest problems with file:line', () => {
-    const lines = markdown.split('\n')
-    expect(lines).toContain('> before was not in the clone; compared with the parent')
-    expect(lines).toContain('- ❌ ConfigMap/apps/late never reached the planned content within the timeout')
-    expect(lines).toContain('- ❌ `apps/bad\\|name.yaml:12` data.port must be a string \\| not 5432')
-    expect(lines).toContain('- ⚠️ `apps/x.yaml` names no release')
+    const { lines } = render(markdown)
+    expect(lines).toContain('before was not in the clone; compared with the parent')
+    expect(lines).toContain('❌ ConfigMap/apps/late never reached the planned content within the timeout')
+    expect(lines).toContain('❌ apps/bad|name.yaml:12 data.port must be a string | not 5432')
+    expect(lines).toContain('⚠️ apps/x.yaml names no release')
     expect(markdown.endsWith('\n')).toBe(true)
   })
 
