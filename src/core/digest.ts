@@ -81,6 +81,19 @@ function canonicalBase64(base64: string): string {
   return Buffer.from(base64, 'base64').toString('base64')
 }
 
+/**
+ * A fingerprint per key, encoded as the digest encodes it: two keys compare equal exactly when
+ * the digest would not tell them apart. For finding which keys changed; never published
+ * (a Secret's fingerprint would let anyone guess a low-entropy value).
+ */
+export function keyFingerprints(content: DigestContent, options: DigestOptions): Record<string, string> {
+  const encode = options.semantic ? semanticValue : textValue
+  const out: Record<string, string> = {}
+  for (const [key, value] of sortedEntries(content.data)) out[key] = hash('sha256', JSON.stringify(['data', ...encode(value)]), 'hex')
+  for (const [key, value] of sortedEntries(content.binaryData)) out[key] = hash('sha256', JSON.stringify(['binaryData', canonicalBase64(value)]), 'hex')
+  return out
+}
+
 // The tag keeps a verbatim value and a canonicalised one apart.
 type EncodedValue = readonly ['text' | 'yaml', string]
 

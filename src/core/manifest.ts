@@ -347,6 +347,7 @@ function readSource(object: JsonRecord, context: DocContext): ParsedSource | nul
     annotatedTargets,
     encrypted,
     digest: digestOf(content, { semantic: context.options.semanticDigest }),
+    content,
   }
 }
 

@@ -57,6 +57,23 @@ export interface SourceManifest extends SourceRef {
   readonly encrypted: boolean
   /** Digest of data/binaryData (stringData folded in for Secrets). */
   readonly digest: Digest
+  /**
+   * What the digest covers, kept to tell which keys a commit changed (key-changes.ts). Holds a
+   * Secret's values: never published, logged or put in the plan.
+   */
+  readonly content?: { readonly data?: Readonly<Record<string, string>>; readonly binaryData?: Readonly<Record<string, string>> }
+}
+
+/** One key of a source's data that a commit changed; for a YAML value, one changed leaf (`values.yaml` → `image.tag`). */
+export interface KeyChange {
+  /** The data key. */
+  readonly key: string
+  /** Inside a YAML/JSON value: the dotted path of the leaf that changed. */
+  readonly path?: string
+  readonly change: 'added' | 'removed' | 'modified'
+  /** ConfigMaps only, shortened: the value before and after. Never set for Secrets. */
+  readonly before?: string
+  readonly after?: string
 }
 
 /** One `spec.valuesFrom` entry of a HelmRelease. */
@@ -86,6 +103,8 @@ export interface PlannedSource extends SourceRef {
   readonly encrypted: boolean
   readonly origin: Origin
   readonly targets: readonly PlannedTarget[]
+  /** Which keys changed (modified sources): values shown for ConfigMaps, key names only for Secrets. */
+  readonly keyChanges?: readonly KeyChange[]
 }
 
 export interface PlannedTarget extends ReleaseRef {

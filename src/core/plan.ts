@@ -2,6 +2,7 @@
 // content changed, the HelmReleases they trigger and the problems found on the way.
 // No git, no cluster, no clock: everything it needs is in its input.
 
+import { addedKeys, keyChanges } from './key-changes.ts'
 import { posix } from 'node:path'
 import { keysFor } from './keys.ts'
 import type { Keys } from './keys.ts'
@@ -66,7 +67,7 @@ export function planChanges(input: PlanInput): Plan {
 
   const changed = changedSources(changedIds, head.defs, base.defs, options.discover)
   const candidates = input.fullSync ? [...changed, ...fullSyncSources(head.defs, changed)] : changed
-  const context: TargetContext = { keys, consumers, discover: options.discover }
+  const context: TargetContext = { keys, consumers, discover: options.discover, semanticDigest: options.semanticDigest }
   const planned = candidates.map((candidate) => ({ candidate, source: withTargets(candidate, context) }))
   const sources = planned.map(({ source }) => source)
   const problems = [
@@ -474,6 +475,8 @@ interface TargetContext {
   readonly keys: Keys
   readonly consumers: Consumers
   readonly discover: boolean
+  /** Key changes are told as the digest tells changes. */
+  readonly semanticDigest: boolean
 }
 
 function withTargets(candidate: Candidate, context: TargetContext): PlannedSource {
@@ -490,13 +493,15 @@ function withTargets(candidate: Candidate, context: TargetContext): PlannedSourc
     case 'deleted': // reported, never triggered
       return { ...common, change: 'deleted', previousDigest: candidate.base.digest, targets: [] }
     case 'added':
-      return { ...common, change: 'added', digest: candidate.head.digest, targets: targetsOf(candidate.head, context) }
+      return { ...common, change: 'added', digest: candidate.head.digest, targets: targetsOf(candidate.head, context), keyChanges: addedKeys(candidate.head) }
     case 'modified':
       return {
         ...common,
         change: 'modified',
         digest: candidate.head.digest,
-        ...(candidate.base === undefined ? {} : { previousDigest: candidate.base.digest }),
+        ...(candidate.base === undefined
+          ? {}
+          : { previousDigest: candidate.base.digest, keyChanges: keyChanges(candidate.base, candidate.head, { semantic: context.semanticDigest }) }),
         targets: targetsOf(candidate.head, context),
       }
   }

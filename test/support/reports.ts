@@ -70,9 +70,16 @@ const LONG =
 export function awkwardReport(): TriggerReport {
   const cm: SourceId = 'ConfigMap/apps/web-values'
   const odd: SourceId = 'ConfigMap/apps/a|b`c<d>'
+  const secret: SourceId = 'Secret/apps/db'
   const sources = [
-    plannedSource(cm, 'clusters/prod/apps/web|values.yaml', 3, ['web', 'api', 'worker']),
+    plannedSource(cm, 'clusters/prod/apps/web|values.yaml', 3, ['web', 'api', 'worker'], {
+      keyChanges: [
+        { key: 'values.yaml', path: 'image.tag', change: 'modified', before: '"1.0"', after: '"1.1"' },
+        { key: 'values.yaml', path: 'ingress.host', change: 'added', after: '"<web>|`prod`.example"' },
+      ],
+    }),
     plannedSource(odd, 'clusters/prod/apps/`odd`<name>.yaml', 12, ['cron']),
+    plannedSource(secret, 'clusters/prod/apps/db.yaml', 1, [], { kind: 'Secret', keyChanges: [{ key: 'password', change: 'modified' }] }),
   ]
   return triggerReport(sources, [
     releaseResult('apps', 'api', cm, Status.Upgraded, {

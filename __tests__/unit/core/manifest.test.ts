@@ -44,6 +44,7 @@ describe('ConfigMaps', () => {
         ],
         encrypted: false,
         digest: digestOf({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
+        content: { data: { 'values.yaml': 'replicas: 2\n' }, binaryData: {} },
       },
     ])
   })

@@ -104,6 +104,7 @@ describe('changed sources', () => {
         encrypted: false,
         origin: { file: 'apps/web.yaml', line: 1 },
         targets: [{ namespace: 'apps', name: 'web', reasons: ['annotation'] }],
+        keyChanges: [{ key: 'values.yaml', path: 'replicas', change: 'modified', before: '1', after: '3' }],
       },
     ])
     expect(result.releases).toEqual([

@@ -120,6 +120,8 @@ export function summaryMarkdown(report: TriggerReport): string {
   if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
   if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
+  const values = valueChanges(report.plan.sources)
+  if (values.length > 0) lines.push('', ...values)
   const unapplied = report.sources.filter((s) => !s.applied)
   if (unapplied.length > 0) lines.push('', '### Sources that never reached the cluster', '', ...unapplied.map((s) => `- ❌ ${cell(s.message)}`))
   if (report.problems.length > 0) {
@@ -145,6 +147,22 @@ function planTable(sources: readonly PlannedSource[]): string[] {
         `| ${code(s.id)} | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | ${code(`${s.origin.file}:${s.origin.line}`)} | ${s.targets.map((t) => code(releaseKey(t))).join(', ') || '—'} |`,
     ),
   ]
+}
+
+/**
+ * Which keys each changed source changed: a ConfigMap's old → new values (leaves of a YAML value
+ * by path), a Secret's key names only. Values come from the repository, shortened.
+ */
+export function valueChanges(sources: readonly PlannedSource[]): string[] {
+  const rows = sources.flatMap((s) =>
+    (s.keyChanges ?? []).map((k) => {
+      const key = k.path === undefined ? code(k.key) : `${code(k.key)} → ${code(k.path)}`
+      const shown = (v: string | undefined): string => (s.kind === 'Secret' || s.encrypted ? '(hidden)' : v === undefined ? '—' : code(v))
+      return `| ${code(s.id)} | ${key} | ${k.change} | ${k.change === 'added' ? '—' : shown(k.before)} | ${k.change === 'removed' ? '—' : shown(k.after)} |`
+    }),
+  )
+  if (rows.length === 0) return []
+  return ['### Values changed', '', '| Source | Key | Change | Before | After |', '| --- | --- | --- | --- | --- |', ...rows]
 }
 
 /** The per-release table: the job summary, the check run and the pull-request comment all show this one. */

@@ -8,7 +8,7 @@ import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/rep
 import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
-import { failureOf, resultTable } from './report.ts'
+import { failureOf, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
   readonly failOn: FailOn
@@ -16,7 +16,8 @@ export interface VerdictContext {
 }
 
 /** Room for the table in a check's summary or a comment (GitHub: 65,535), leaving space for the rest. */
-const TABLE_BUDGET = 50_000
+const TABLE_BUDGET = 40_000
+const VALUES_BUDGET = 15_000
 
 export function triggerVerdict(report: TriggerReport, context: VerdictContext): Verdict {
   const title = verdictTitle(report)
@@ -33,6 +34,7 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
     ...(report.planOnly === undefined ? [] : [`_${cell(report.planOnly)}_`]),
   ]
   const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET)
+  const values = fit(valueChanges(report.plan.sources), VALUES_BUDGET)
   const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
   const problems = report.problems.map(
     (p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`,
@@ -40,6 +42,7 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
   const body = [
     ...section(notes),
     ...section(releases),
+    ...section(values),
     ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
     ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
   ]
@@ -133,7 +136,12 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
       startLine: s.origin.line,
       level: 'notice',
       title: `${s.id} ${s.change}`,
-      message: s.targets.length === 0 ? 'triggers no HelmRelease' : `triggers ${s.targets.map(releaseKey).join(', ')}`,
+      message: [
+        s.targets.length === 0 ? 'triggers no HelmRelease' : `triggers ${s.targets.map(releaseKey).join(', ')}`,
+        ...((s.keyChanges ?? []).length === 0
+          ? []
+          : [`changed: ${(s.keyChanges ?? []).map((k) => (k.path === undefined ? k.key : `${k.key} → ${k.path}`)).join(', ')}`]),
+      ].join('\n'),
     }))
   const problems = report.problems.map((p): CheckAnnotation => ({
     path: p.file,

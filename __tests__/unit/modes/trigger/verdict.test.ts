@@ -25,6 +25,20 @@ describe('triggerVerdict', () => {
     expect(v.summary).toContain(`[Workflow run](${RUN})`)
   })
 
+  it('shows which keys changed: values for ConfigMaps, names only for Secrets', () => {
+    const report = awkwardReport()
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    const rows = [
+      '| `ConfigMap/apps/web-values` | `values.yaml` → `image.tag` | modified | `"1.0"` | `"1.1"` |',
+      '| `Secret/apps/db` | `password` | modified | (hidden) | (hidden) |',
+    ]
+    for (const row of rows) {
+      expect(v.summary).toContain(row)
+      expect(v.comment).toContain(row)
+      expect(summaryMarkdown(report)).toContain(row)
+    }
+  })
+
   it('annotates the file and line of each changed source, the same on every run', () => {
     const v = triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: RUN })
     expect(v.annotations).toEqual([
@@ -33,9 +47,16 @@ describe('triggerVerdict', () => {
         startLine: 3,
         level: 'notice',
         title: `${CM} modified`,
-        message: 'triggers apps/web, apps/api, apps/worker',
+        message: 'triggers apps/web, apps/api, apps/worker\nchanged: values.yaml → image.tag, values.yaml → ingress.host',
       },
       { path: 'clusters/prod/apps/`odd`<name>.yaml', startLine: 12, level: 'notice', title: 'ConfigMap/apps/a|b`c<d> modified', message: 'triggers apps/cron' },
+      {
+        path: 'clusters/prod/apps/db.yaml',
+        startLine: 1,
+        level: 'notice',
+        title: 'Secret/apps/db modified',
+        message: 'triggers no HelmRelease\nchanged: password',
+      },
     ])
     expect(triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: undefined }).annotations).toEqual(v.annotations)
   })

@@ -1,0 +1,93 @@
+// Which keys of a ConfigMap/Secret a commit changed, for people to read: "values.yaml →
+// image.tag: 1.0 → 1.1" for a ConfigMap, the key name alone for a Secret. Pure.
+
+import { parse } from 'yaml'
+import { keyFingerprints, type DigestOptions } from './digest.ts'
+import type { KeyChange, SourceManifest } from './model.ts'
+
+/** More changed leaves than this in one value are summed up, not listed. */
+const MAX_LEAVES_PER_KEY = 20
+/** A value with more leaves than this is compared whole. */
+const MAX_LEAVES = 2000
+const PREVIEW = 60
+
+/**
+ * The keys that differ between two definitions of one source. Fingerprints encoded as the
+ * digest encodes decide (a comment-only edit is no change under the semantic digest); the
+ * text is only shown, and only a ConfigMap's.
+ */
+export function keyChanges(before: SourceManifest, after: SourceManifest, options: DigestOptions): KeyChange[] {
+  const old = keyFingerprints(before.content ?? {}, options)
+  const now = keyFingerprints(after.content ?? {}, options)
+  const shown = after.kind === 'ConfigMap' && !after.encrypted
+  const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort()
+  return keys.flatMap((key): KeyChange[] => {
+    if (old[key] === now[key]) return []
+    if (old[key] === undefined) return [{ key, change: 'added', ...(shown ? values(undefined, after.content?.data?.[key]) : {}) }]
+    if (now[key] === undefined) return [{ key, change: 'removed', ...(shown ? values(before.content?.data?.[key], undefined) : {}) }]
+    if (!shown) return [{ key, change: 'modified' }]
+    return leafChanges(key, before.content?.data?.[key], after.content?.data?.[key])
+  })
+}
+
+/** The keys of a source the commit added: names only. */
+export function addedKeys(source: SourceManifest): KeyChange[] {
+  return [...Object.keys(source.content?.data ?? {}), ...Object.keys(source.content?.binaryData ?? {})].sort().map((key) => ({ key, change: 'added' }))
+}
+
+function leafChanges(key: string, before: string | undefined, after: string | undefined): KeyChange[] {
+  const a = leaves(before)
+  const b = leaves(after)
+  if (a === undefined || b === undefined) return [{ key, change: 'modified', ...values(before, after) }]
+  const paths = [...new Set([...a.keys(), ...b.keys()])].sort()
+  const changed = paths.filter((p) => a.get(p) !== b.get(p))
+  // Equal leaves, different fingerprints: only the form changed where the digest is not semantic.
+  if (changed.length === 0) return [{ key, change: 'modified', ...values(before, after) }]
+  const listed = changed.slice(0, MAX_LEAVES_PER_KEY).map((path): KeyChange => {
+    const x = a.get(path)
+    const y = b.get(path)
+    return {
+      key,
+      path,
+      change: x === undefined ? 'added' : y === undefined ? 'removed' : 'modified',
+      ...(x === undefined ? {} : { before: shorten(x) }),
+      ...(y === undefined ? {} : { after: shorten(y) }),
+    }
+  })
+  const more = changed.length - listed.length
+  return more > 0 ? [...listed, { key, path: `…and ${more} more`, change: 'modified' }] : listed
+}
+
+/** Leaf path → JSON of the leaf, for a value that is one YAML/JSON mapping; undefined otherwise. */
+function leaves(text: string | undefined): Map<string, string> | undefined {
+  if (text === undefined) return undefined
+  let value: unknown
+  try {
+    value = parse(text, { version: '1.1', logLevel: 'silent', uniqueKeys: false, maxAliasCount: 100 })
+  } catch {
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const out = new Map<string, string>()
+  const walk = (node: unknown, path: string): boolean => {
+    if (out.size > MAX_LEAVES) return false
+    if (typeof node === 'object' && node !== null && !Array.isArray(node) && Object.keys(node).length > 0) {
+      return Object.entries(node).every(([k, v]) => walk(v, path === '' ? k : `${path}.${k}`))
+    }
+    out.set(path, JSON.stringify(node, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null')
+    return true
+  }
+  return walk(value, '') ? out : undefined
+}
+
+function values(before: string | undefined, after: string | undefined): { before?: string; after?: string } {
+  return { ...(before === undefined ? {} : { before: shorten(before) }), ...(after === undefined ? {} : { after: shorten(after) }) }
+}
+
+/** One line, at most PREVIEW characters; a multi-line value is counted, not shown. */
+function shorten(text: string): string {
+  const lines = text.replace(/\r?\n$/, '').split(/\r\n|\r|\n/)
+  if (lines.length > 1) return `(${lines.length} lines)`
+  const line = lines[0] ?? ''
+  return line.length > PREVIEW ? `${line.slice(0, PREVIEW - 1)}…` : line
+}
