@@ -46,6 +46,7 @@ export async function run(env: Env = process.env): Promise<void> {
     switch (settings.mode) {
       case 'trigger': {
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        // One cluster's part of a fleet plan: the fleet summary is its report, not a check per cluster.
         if (settings.planFile !== undefined || settings.cluster !== undefined) {
           const { report } = await runClusterPart(settings, context, { git, connect: async () => cluster(), clock: systemClock, log, outcome })
           return await publish(report, settings, env)

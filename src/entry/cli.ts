@@ -262,7 +262,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
     if (command === 'plan' && settings.clusters !== undefined) {
       const plan = await runFleetPlan(settings, context, git)
-      io.out(json ? `${JSON.stringify(fleetPlanOutputs(plan), null, 2)}\n` : fleetPlanText(plan))
+      io.out(json ? `${jsonText(fleetPlanOutputs(plan), 2)}\n` : logText(fleetPlanText(plan)))
       return 0
     }
     if (command === 'plan') {
@@ -312,7 +312,7 @@ function print(report: TriggerReport, json: boolean, io: CliIo): void {
 }
 
 function printFleet(report: FleetReport, json: boolean, io: CliIo): number {
-  io.out(json ? `${JSON.stringify(fleetOutput(report), null, 2)}\n` : fleetText(report))
+  io.out(json ? `${jsonText(fleetOutput(report), 2)}\n` : logText(fleetText(report)))
   return exitCode(fleetFailure(report), io)
 }
 
