@@ -25,6 +25,7 @@ import type { FleetPlan } from '../modes/fleet/fleet-plan.ts'
 import { fleetPlanHeadline, fleetPlanMarkdown, fleetPlanOutputs } from '../modes/fleet/fleet-plan-report.ts'
 import { fleetFailure, fleetHeadline, fleetOutput, fleetSummaryMarkdown, type FleetReport } from '../modes/fleet/fleet-summary.ts'
 import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
+import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -46,6 +47,7 @@ export async function run(env: Env = process.env): Promise<void> {
     switch (settings.mode) {
       case 'trigger': {
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+        // One cluster's part of a fleet plan: the fleet summary is its report, not a check per cluster.
         if (settings.planFile !== undefined || settings.cluster !== undefined) {
           const { report } = await runClusterPart(settings, context, { git, connect: async () => cluster(), clock: systemClock, log, outcome })
           return await publish(report, settings, env)
@@ -69,13 +71,27 @@ export async function run(env: Env = process.env): Promise<void> {
           return await publish(planReport(await preparePlan(settings, context, await git()), settings, 'plan only'), settings, env)
         return await publishFleetPlan(await runFleetPlan(settings, context, await git()), settings, env)
       }
-      case 'fleet': {
+      case 'fleet':
+      case 'fleet-summary': {
+        // One check and one pull-request comment for the whole fleet, from the same report as the summary.
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
-        const connectTo = async (name: string | undefined) => connect({ ...settings, context: name }, { env, mask: (s) => core.setSecret(s) })
-        return await publishFleet(await runFleet(settings, context, { git, connect: connectTo, clock: systemClock, log, outcome }), env)
+        if (settings.githubToken !== undefined) core.setSecret(settings.githubToken)
+        const github = githubRunOf(settings, { ...context, env, log, sleep: systemClock.sleep, now: systemClock.now })
+        await github.start()
+        let report: FleetReport
+        try {
+          if (settings.mode === 'fleet-summary') report = await runFleetSummary(settings)
+          else {
+            const connectTo = async (name: string | undefined) => connect({ ...settings, context: name }, { env, mask: (s) => core.setSecret(s) })
+            report = await runFleet(settings, context, { git, connect: connectTo, clock: systemClock, log, outcome })
+          }
+        } catch (error) {
+          await github.fail(messageOf(error))
+          throw error
+        }
+        await publishFleet(report, env)
+        return await github.finishWith(fleetVerdict(report, context.runUrl))
       }
-      case 'fleet-summary':
-        return await publishFleet(await runFleetSummary(settings), env)
       case 'recover':
         return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)
       case 'discover':

@@ -26,6 +26,7 @@ import { githubRunOf } from './github.ts'
 import { fleetPlanOutputs, fleetPlanText } from '../modes/fleet/fleet-plan-report.ts'
 import { fleetFailure, fleetOutput, fleetText, type FleetReport } from '../modes/fleet/fleet-summary.ts'
 import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
+import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -125,7 +126,7 @@ Flags (the action's inputs):
   --drift-action report|fail|correct   drift: what to do about drift (default report)
   --drift-ignore RULE          drift: [Kind/name/]path never reported, repeatable
   --selector SEL               drift: label selector of the HelmReleases to check
-  --github-token TOKEN         trigger: report to GitHub (check run, pull-request comment); default $GITHUB_TOKEN
+  --github-token TOKEN         trigger, fleet, fleet-summary: report to GitHub (check run, pull-request comment); default $GITHUB_TOKEN
   --github-repository O/R      trigger: the GitHub repository to report to (default $GITHUB_REPOSITORY)
   --github-report check,comment|none --check-name NAME --deployment-environment ENV
   --no-flux-attribution        do not stamp event.toolkit.fluxcd.io/commit on patched releases
@@ -227,16 +228,33 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return exitCode(driftFailure(report), io)
     }
     const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
-    if (command === 'fleet-summary') return printFleet(await runFleetSummary(settings), json, io)
-    if (command === 'fleet') {
+    if (command === 'fleet' || command === 'fleet-summary') {
       const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
-      const report = await runFleet(settings, context, {
-        git: repo,
-        connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
-        clock: systemClock,
+      const github = githubRunOf(settings, {
+        ...context,
+        env: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },
         log,
-        outcome: createOutcomeWaiter({ clock: systemClock, log }),
+        sleep: systemClock.sleep,
+        now: systemClock.now,
       })
+      await github.start()
+      let report: FleetReport
+      try {
+        report =
+          command === 'fleet-summary'
+            ? await runFleetSummary(settings)
+            : await runFleet(settings, context, {
+                git: repo,
+                connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
+                clock: systemClock,
+                log,
+                outcome: createOutcomeWaiter({ clock: systemClock, log }),
+              })
+      } catch (error) {
+        await github.fail(messageOf(error))
+        throw error
+      }
+      await github.finishWith(fleetVerdict(report, undefined))
       return printFleet(report, json, io)
     }
     if (command === 'trigger' && (settings.cluster !== undefined || settings.planFile !== undefined)) {
@@ -262,7 +280,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
     if (command === 'plan' && settings.clusters !== undefined) {
       const plan = await runFleetPlan(settings, context, git)
-      io.out(json ? `${JSON.stringify(fleetPlanOutputs(plan), null, 2)}\n` : fleetPlanText(plan))
+      io.out(json ? `${jsonText(fleetPlanOutputs(plan), 2)}\n` : logText(fleetPlanText(plan)))
       return 0
     }
     if (command === 'plan') {
@@ -312,7 +330,7 @@ function print(report: TriggerReport, json: boolean, io: CliIo): void {
 }
 
 function printFleet(report: FleetReport, json: boolean, io: CliIo): number {
-  io.out(json ? `${JSON.stringify(fleetOutput(report), null, 2)}\n` : fleetText(report))
+  io.out(json ? `${jsonText(fleetOutput(report), 2)}\n` : logText(fleetText(report)))
   return exitCode(fleetFailure(report), io)
 }
 

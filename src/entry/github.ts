@@ -4,7 +4,7 @@
 
 import { clusterRefused, type GitHubEventLike } from '../git/range.ts'
 import { createGitHubClient } from '../github/client.ts'
-import { createGitHubReporter, type GitHubReporter } from '../github/reporter.ts'
+import { createGitHubReporter, type GitHubReporter, type Verdict } from '../github/reporter.ts'
 import type { Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { errorVerdict, triggerVerdict } from '../modes/trigger/verdict.ts'
@@ -27,11 +27,13 @@ export interface GitHubRunScope {
 export interface GitHubRun {
   start(): Promise<void>
   finish(report: TriggerReport): Promise<void>
+  /** A verdict rendered elsewhere (the fleet's, over every cluster). */
+  finishWith(verdict: Verdict): Promise<void>
   /** The run ended without a report (no cluster, bad input): the check says why. */
   fail(message: string): Promise<void>
 }
 
-const NOTHING: GitHubRun = { start: async () => undefined, finish: async () => undefined, fail: async () => undefined }
+const NOTHING: GitHubRun = { start: async () => undefined, finish: async () => undefined, finishWith: async () => undefined, fail: async () => undefined }
 
 export function githubRunOf(settings: Settings, scope: GitHubRunScope): GitHubRun {
   const wanted = settings.githubReport.size > 0 || settings.deploymentEnvironment !== undefined
@@ -74,6 +76,7 @@ export function githubRunOf(settings: Settings, scope: GitHubRunScope): GitHubRu
   return {
     start: () => reporter.start(),
     finish: (report) => reporter.finish(triggerVerdict(report, { failOn: settings.failOn, runUrl: scope.runUrl })),
+    finishWith: (verdict) => reporter.finish(verdict),
     fail: (message) => reporter.finish(errorVerdict(message, scope.runUrl)),
   }
 }

@@ -31,6 +31,19 @@ export function kubeconfigYaml(options: KubeconfigOptions): string {
   })
 }
 
+/** One kubeconfig with a context per cluster (named like it), as a fleet operator keeps it. */
+export function multiContextKubeconfigYaml(clusters: Readonly<Record<string, KubeconfigOptions>>): string {
+  const entries = Object.entries(clusters)
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: entries.map(([name, o]) => ({ name, cluster: { server: o.server, 'certificate-authority-data': o.caData } })),
+    users: entries.map(([name, o]) => ({ name: `${name}-${o.user ?? 'admin'}`, user: { token: o.token } })),
+    contexts: entries.map(([name, o]) => ({ name, context: { cluster: name, user: `${name}-${o.user ?? 'admin'}` } })),
+    'current-context': entries[0]?.[0] ?? '',
+  })
+}
+
 export async function writeKubeconfig(path: string, options: KubeconfigOptions): Promise<KubeConfig> {
   const yaml = kubeconfigYaml(options)
   await writeFile(path, yaml, { mode: 0o600 })

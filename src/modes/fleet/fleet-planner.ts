@@ -15,9 +15,12 @@ import { assignWaves, discoverClusters } from './clusters.ts'
 import type { ClusterPlan, FleetPlan } from './fleet-plan.ts'
 import { clusterPaths } from './scope.ts'
 
-/** One cluster's part of the commit. */
+/**
+ * One cluster's part of the commit. Asynchronous so that a planner which renders the cluster's
+ * root with kustomize (src/render, cluster-root) can take this place without changing the callers.
+ */
 export interface ClusterPlanner {
-  plan(cluster: ClusterSpec): { readonly paths: readonly string[]; readonly plan: Plan }
+  plan(cluster: ClusterSpec): Promise<{ readonly paths: readonly string[]; readonly plan: Plan }>
 }
 
 export interface RepositoryView {
@@ -31,7 +34,7 @@ export interface RepositoryView {
 export async function scopedPlanner(view: RepositoryView): Promise<ClusterPlanner> {
   const parsed = await parseInParallel(view)
   return {
-    plan(cluster) {
+    async plan(cluster) {
       const paths = clusterPaths(cluster.root, view.headFiles)
       const plan = planChanges({ ...view, options: { ...view.options, paths }, parsed })
       return { paths, plan }
@@ -56,6 +59,8 @@ export async function planFleet(settings: Settings, context: RunContext, git: Gi
   const targets = assignWaves(specs, settings.waves)
   const options = planOptionsOf(settings)
   const planner = await scopedPlanner({ changes, headFiles, fullSync: range.fullSync, options })
-  const clusters = targets.map((target): ClusterPlan => ({ ...target, ...planner.plan(target) }))
+  // One after another: a rendering planner runs kustomize per cluster, and the machine may be small.
+  const clusters: ClusterPlan[] = []
+  for (const target of targets) clusters.push({ ...target, ...(await planner.plan(target)) })
   return { range, options, waves: Math.max(1, settings.waves.length), clusters }
 }

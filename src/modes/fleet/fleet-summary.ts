@@ -74,6 +74,16 @@ export function fleetSummaryMarkdown(report: FleetReport): string {
     `Range: \`${range.fullSync ? 'full sync at ' : range.base === undefined ? '(empty tree)..' : `${range.base.slice(0, 12)}..`}${range.head.slice(0, 12)}\`, planned once for ${report.plan.clusters.length} cluster${report.plan.clusters.length === 1 ? '' : 's'}${report.plan.waves > 1 ? ` in ${report.plan.waves} waves` : ''}`,
     ...range.notes.map((n) => `\n> ${cell(n)}`),
     '',
+    ...fleetTable(report),
+  ]
+  const failure = fleetFailure(report)
+  if (failure !== undefined) lines.push('', `**${cell(failure)}**`)
+  return `${lines.join('\n')}\n`
+}
+
+/** The cluster × release × result table, as Markdown lines. */
+export function fleetTable(report: FleetReport): string[] {
+  return [
     '| Cluster | Wave | Release | Result | Duration | Details |',
     '| --- | --- | --- | --- | --- | --- |',
     ...rows(report).map(
@@ -81,9 +91,6 @@ export function fleetSummaryMarkdown(report: FleetReport): string {
         `| \`${cell(r.cluster)}\` | ${r.wave} | ${r.release === '—' ? '—' : `\`${cell(r.release)}\``} | ${cell(r.result)} | ${r.duration} | ${cell(r.details)} |`,
     ),
   ]
-  const failure = fleetFailure(report)
-  if (failure !== undefined) lines.push('', `**${cell(failure)}**`)
-  return `${lines.join('\n')}\n`
 }
 
 export function fleetText(report: FleetReport): string {

@@ -43,7 +43,8 @@ async function planOf(edited: readonly string[], waves: readonly (readonly strin
   const head = headFiles(after)
   const planner = await scopedPlanner({ changes: changesOf(before, after), headFiles: head, fullSync: false, options: OPTIONS })
   const targets = assignWaves(discoverClusters(head), waves)
-  return { range: RANGE, options: OPTIONS, waves: Math.max(1, waves.length), clusters: targets.map((t) => ({ ...t, ...planner.plan(t) })) }
+  const clusters = await Promise.all(targets.map(async (t) => ({ ...t, ...(await planner.plan(t)) })))
+  return { range: RANGE, options: OPTIONS, waves: Math.max(1, waves.length), clusters }
 }
 
 describe('planning a fleet once', () => {
