@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { main, type CliIo } from '../../../src/entry/cli.ts'
-import { Status } from '../../../src/engine/result.ts'
+import { controllerReason, Status } from '../../../src/engine/result.ts'
 import { readPlanFile } from '../../../src/modes/fleet/fleet-plan.ts'
 import { ClusterState, writeResultFile, type ClusterResult } from '../../../src/modes/fleet/fleet-result.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../../test/support/fleet-repo.ts'
@@ -57,7 +57,7 @@ function result(cluster: string, status: Status): ClusterResult {
         name: 'web',
         sources: [],
         status,
-        reason: failed ? 'UpgradeFailed' : 'Upgraded',
+        reason: controllerReason(failed ? 'UpgradeFailed' : 'UpgradeSucceeded'),
         message: failed ? 'Helm upgrade failed' : 'upgraded',
         durationMs: 900,
         severity: failed ? 'error' : 'none',
