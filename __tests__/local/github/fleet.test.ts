@@ -13,6 +13,7 @@ import { ClusterState, writeResultFile, type ClusterResult } from '../../../src/
 import { fleetRepoFiles, type FleetClusterSpec } from '../../../test/support/fleet-repo.ts'
 import { startGitHubApi, type GitHubApi } from '../../../test/support/github-api.ts'
 import { createRepo, type Repo } from '../../../test/support/repo.ts'
+import { render } from '../../../test/support/markdown.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
@@ -91,13 +92,21 @@ describe('fleet-summary with a GitHub token', () => {
       conclusion: 'failure',
       output: { title: '2 of 3 clusters with work; 1 succeeded, 1 failed' },
     })
-    expect(JSON.stringify(check?.output)).toContain('| `prod-eu` | 1 | `apps/web` | ❌ Failed (UpgradeFailed) |')
+    expect(render(String(check?.output?.summary)).tables[0]?.rows).toContainEqual([
+      'prod-eu',
+      '1',
+      'apps/web',
+      '❌ Failed (UpgradeFailed)',
+      '900ms',
+      'Helm upgrade failed',
+    ])
     const comments = api.comments(7)
     expect(comments).toHaveLength(1)
     const body = comments[0]?.body ?? ''
     expect(body).toContain('helmrelease-trigger fleet: 2 of 3 clusters with work; 1 succeeded, 1 failed')
-    expect(body).toContain('| `staging` | 1 | `apps/web` | ✅ Upgraded |')
-    expect(body).toContain('| `prod-us` | 1 | — | ➖ NoWork |')
+    const rows = render(body).tables.flatMap((t) => t.rows.map((r) => r.slice(0, 4)))
+    expect(rows).toContainEqual(['staging', '1', 'apps/web', '✅ Upgraded (UpgradeSucceeded)'])
+    expect(rows).toContainEqual(['prod-us', '1', '—', '➖ NoWork'])
 
     // The next commit's fleet updates the same comment instead of adding one.
     expect(await main(['fleet-summary', '--plan', planFile, '--results', results, '--head', head, '--github-report', 'comment'], io(env))).toBe(1)

@@ -3,7 +3,7 @@
 // planning again. Pure: no git, no cluster, no file system.
 
 import { ConfigurationError } from '../../lib/errors.ts'
-import type { Digest, FileProblem, Origin, Plan, PlannedRelease, PlannedSource, PlannedTarget, SourceId } from '../../core/model.ts'
+import type { Digest, FileProblem, KeyChange, Origin, Plan, PlannedRelease, PlannedSource, PlannedTarget, SourceId } from '../../core/model.ts'
 import type { PlanOptions } from '../../core/plan.ts'
 import type { Range } from '../../git/range.ts'
 import type { ClusterTarget } from './clusters.ts'
@@ -178,7 +178,23 @@ function readSource(value: unknown, r: Reader): PlannedSource {
           }),
         }
       }),
+    ...(s['keyChanges'] === undefined
+      ? {}
+      : {
+          keyChanges: r
+            .in('keyChanges')
+            .list(s['keyChanges'])
+            .map((k, i) => readKeyChange(k, r.in(`keyChanges[${i}]`))),
+        }),
   }
+}
+
+function readKeyChange(value: unknown, r: Reader): KeyChange {
+  const k = r.record(value)
+  const change = k['change']
+  if (change !== 'added' && change !== 'removed' && change !== 'modified') throw r.in('change').bad('added, removed or modified')
+  const optional = (field: 'path' | 'before' | 'after') => (k[field] === undefined ? {} : { [field]: r.in(field).string(k[field]) })
+  return { key: r.in('key').string(k['key']), change, ...optional('path'), ...optional('before'), ...optional('after') }
 }
 
 function readRelease(value: unknown, r: Reader): PlannedRelease {
