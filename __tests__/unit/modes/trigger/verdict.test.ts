@@ -40,6 +40,39 @@ describe('triggerVerdict', () => {
     }
   })
 
+  it('annotates the file and line of each changed source, the same on every run', () => {
+    const v = triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: RUN })
+    expect(v.annotations).toEqual([
+      {
+        path: 'clusters/prod/apps/web|values.yaml',
+        startLine: 3,
+        level: 'notice',
+        title: `${CM} modified`,
+        message: 'triggers apps/web, apps/api, apps/worker\nchanged: values.yaml → image.tag, values.yaml → ingress.host',
+      },
+      { path: 'clusters/prod/apps/`odd`<name>.yaml', startLine: 12, level: 'notice', title: 'ConfigMap/apps/a|b`c<d> modified', message: 'triggers apps/cron' },
+      {
+        path: 'clusters/prod/apps/db.yaml',
+        startLine: 1,
+        level: 'notice',
+        title: 'Secret/apps/db modified',
+        message: 'triggers no HelmRelease\nchanged: password',
+      },
+    ])
+    expect(triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: undefined }).annotations).toEqual(v.annotations)
+  })
+
+  it('says so when a newer commit superseded the run', () => {
+    const report = triggerReport(
+      [plannedSource(CM, 'apps/values.yaml', 1, ['web'])],
+      [releaseResult('apps', 'web', CM, Status.Skipped, { reason: SkipReason.Superseded, message: 'a newer commit is live' })],
+    )
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    expect(v.title).toBe('1 superseded by a newer commit')
+    expect(v.conclusion).toBe('neutral')
+    expect(v.summary).toContain('A newer commit is already live for one release')
+  })
+
   it('shows the plan on a pull request: which release each source would trigger, and why', () => {
     const report = triggerReport([plannedSource(CM, 'apps/values.yaml', 4, ['web', 'api'])], [], {
       planOnly: 'pull_request event: plan only (set allow-pull-requests: true to trigger from pull requests)',
