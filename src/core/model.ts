@@ -130,9 +130,9 @@ export function releaseKey(ref: ReleaseRef): string {
   return `${ref.namespace}/${ref.name}`
 }
 
-/** Releases in `namespace/name` code-unit order. */
+/** Releases by namespace, then name, in code-unit order. */
 export function byReleaseKey(a: ReleaseRef, b: ReleaseRef): number {
-  return compareText(releaseKey(a), releaseKey(b))
+  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name)
 }
 
 /** A file's content at one commit, as the git reader hands it over (never followed, never decoded). */

@@ -8,7 +8,8 @@ import { keysFor } from './keys.ts'
 import type { Keys } from './keys.ts'
 import { isKustomizationFile, parseManifestFile, resolveRelease, resolveSource } from './manifest.ts'
 import type { ManifestFile, ManifestOptions } from './manifest.ts'
-import { releaseKey, sourceId } from './model.ts'
+import { byReleaseKey, releaseKey, sourceId } from './model.ts'
+import { compareText } from '../lib/sort.ts'
 import type {
   FileChange,
   FileContent,
@@ -529,7 +530,7 @@ function mergeTargets(targets: readonly PlannedTarget[]): PlannedTarget[] {
     for (const reason of target.reasons) entry.reasons.add(reason)
     byRelease.set(key, entry)
   }
-  return [...byRelease.values()].map(({ ref, reasons }) => ({ ...ref, reasons: [...reasons].sort(compareText) })).sort(compareRelease)
+  return [...byRelease.values()].map(({ ref, reasons }) => ({ ...ref, reasons: [...reasons].sort(compareText) })).sort(byReleaseKey)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -593,16 +594,7 @@ function plannedReleases(sources: readonly PlannedSource[]): PlannedRelease[] {
   }
   return [...byRelease.values()]
     .map(({ ref, sources: read }) => ({ ...ref, sources: [...read.values()].sort((a, b) => compareText(a.id, b.id)) }))
-    .sort(compareRelease)
-}
-
-// Code-unit order: deterministic on every machine, unlike localeCompare.
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-function compareRelease(a: ReleaseRef, b: ReleaseRef): number {
-  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name)
+    .sort(byReleaseKey)
 }
 
 function compareProblem(a: FileProblem, b: FileProblem): number {

@@ -21,6 +21,7 @@ import {
 } from '@kubernetes/client-node'
 import type { LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
+import { paginate, type Page } from './paginate.ts'
 import { classify, orUndefined, type Request } from './api-error.ts'
 import { HELMRELEASE, toHelmRelease, type HelmRelease } from '../core/helmrelease.ts'
 
@@ -123,20 +124,15 @@ export function createClusterClient(config: KubeConfig, server: string, options:
         ),
       ),
 
-    async listReleases(namespace) {
-      const releases: HelmRelease[] = []
-      let next: string | undefined
-      do {
+    listReleases: (namespace) =>
+      paginate(async (next) => {
         const page: unknown = await call(hr('list', namespace), (o) =>
           namespace === undefined
             ? custom.listClusterCustomObject({ ...gvp, limit: pageSize, _continue: next }, o)
             : custom.listNamespacedCustomObject({ ...gvp, namespace, limit: pageSize, _continue: next }, o),
         )
-        releases.push(...itemsOf(page).map(toHelmRelease))
-        next = continueOf(page)
-      } while (next !== undefined)
-      return releases
-    },
+        return { items: itemsOf(page).map(toHelmRelease), next: continueOf(page) }
+      }),
 
     patchRelease: (ref, patch, o2) =>
       call(
@@ -184,22 +180,19 @@ export function createClusterClient(config: KubeConfig, server: string, options:
 
     async listSources(kind, namespace, labelSelector) {
       const request: Request = { verb: 'list', resource: kind === 'ConfigMap' ? 'configmaps' : 'secrets', group: '', namespace }
-      const sources: SourceObject[] = []
-      let next: string | undefined
-      do {
+      return paginate(async (next): Promise<Page<SourceObject>> => {
         const query = { labelSelector, limit: pageSize, _continue: next }
         const page = await call(request, (o) => {
           if (kind === 'ConfigMap')
             return namespace === undefined ? core.listConfigMapForAllNamespaces(query, o) : core.listNamespacedConfigMap({ ...query, namespace }, o)
           return namespace === undefined ? core.listSecretForAllNamespaces(query, o) : core.listNamespacedSecret({ ...query, namespace }, o)
         })
-        for (const item of page.items) {
+        const items = page.items.map((item) => {
           const m = item.metadata
-          sources.push({ kind, namespace: m?.namespace ?? '', name: m?.name ?? '', labels: m?.labels ?? {}, annotations: m?.annotations ?? {} })
-        }
-        next = page.metadata?._continue || undefined
-      } while (next !== undefined)
-      return sources
+          return { kind, namespace: m?.namespace ?? '', name: m?.name ?? '', labels: m?.labels ?? {}, annotations: m?.annotations ?? {} }
+        })
+        return { items, next: page.metadata?._continue }
+      })
     },
 
     async applyObject(object, o2) {

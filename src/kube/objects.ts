@@ -7,6 +7,7 @@
 
 import { HttpMethod, KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
+import { paginate } from './paginate.ts'
 import { ApiMissingError, classify, NotFoundError, orUndefined, type Request } from './api-error.ts'
 import { HELMRELEASE } from '../core/helmrelease.ts'
 
@@ -88,16 +89,12 @@ export function createObjectReader(config: KubeConfig, server: string, options: 
     }, retry)
   }
   async function list(request: Request, path: string, query: Readonly<Record<string, string | undefined>>, accept = JSON_ACCEPT): Promise<Json[]> {
-    const items: Json[] = []
-    let next: string | undefined
-    do {
+    return paginate(async (next) => {
       const page = await call(request, () => api.getJson(path, { ...query, limit: pageSize, continue: next }, accept, timeoutMs))
       const pageItems = page['items']
-      if (Array.isArray(pageItems)) items.push(...pageItems.filter(isJson))
       const c = isJson(page['metadata']) ? page['metadata']['continue'] : undefined
-      next = typeof c === 'string' && c !== '' ? c : undefined
-    } while (next !== undefined)
-    return items
+      return { items: Array.isArray(pageItems) ? pageItems.filter(isJson) : [], next: typeof c === 'string' ? c : undefined }
+    })
   }
   const resources = new Map<string, Promise<ResourceInfo | undefined>>()
 

@@ -37,3 +37,15 @@ export function cell(text: string): string {
 export function code(text: string): string {
   return `<code>${cell(text)}</code>`
 }
+
+/** `1 release`, `2 releases`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`
+}
+
+/** A fail-on verdict, one sentence for every mode: the head (given the count), the first five, "and N more". */
+export function failureSentence(problems: readonly string[], head: (count: number) => string): string | undefined {
+  if (problems.length === 0) return undefined
+  const more = problems.length > 5 ? ` and ${problems.length - 5} more` : ''
+  return `${head(problems.length)}: ${problems.slice(0, 5).join('; ')}${more}`
+}

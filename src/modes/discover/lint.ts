@@ -5,6 +5,7 @@
 import type { Keys } from '../../core/keys.ts'
 import { releaseKey, sourceId } from '../../core/model.ts'
 import type { FileProblem, Origin, ReleaseManifest, Severity, SourceId, SourceKind, SourceManifest, SourceRef } from '../../core/model.ts'
+import { compareText } from '../../lib/sort.ts'
 
 export const FindingCode = {
   /** A release reads a source that no trigger covers (no label, not reconcile.fluxcd.io/watch). */
@@ -137,8 +138,8 @@ const SEVERITY_ORDER: Readonly<Record<Severity, number>> = { error: 0, warning: 
 function compareFinding(a: Finding, b: Finding): number {
   return (
     SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] ||
-    (a.file ?? '').localeCompare(b.file ?? '') ||
+    compareText(a.file ?? '', b.file ?? '') ||
     (a.line ?? 0) - (b.line ?? 0) ||
-    a.message.localeCompare(b.message)
+    compareText(a.message, b.message)
   )
 }

@@ -13,7 +13,7 @@ import { FindingCode, lint, problemFindings, type Finding, type LintSource } fro
 import { parseManifestFile } from '../../core/manifest.ts'
 import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
 import { pathFilter, repositoryManifests } from '../../core/plan.ts'
-import { cell, code, columns, location } from '../../lib/text.ts'
+import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import type { FailOn, Settings } from '../../settings.ts'
 import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
@@ -271,9 +271,7 @@ export function discoverFailure(report: DiscoverReport, failOn: FailOn): string 
     ...report.labels.filter((l) => l.status === 'failed').map((l) => `${releaseKey(l)}: label ${l.action} failed: ${l.message}`),
     ...counted.map(findingText),
   ]
-  if (all.length === 0) return undefined
-  const more = all.length > 5 ? ` and ${all.length - 5} more` : ''
-  return `${all.length} problem${all.length === 1 ? '' : 's'} (fail-on: ${failOn}): ${all.slice(0, 5).join('; ')}${more}`
+  return failureSentence(all, (n) => `${plural(n, 'problem')} (fail-on: ${failOn})`)
 }
 
 export function findingText(f: Finding): string {

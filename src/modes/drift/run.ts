@@ -11,7 +11,7 @@ import { ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient } from '../../kube/cluster.ts'
 import { HELMRELEASE } from '../../core/helmrelease.ts'
 import { hpaTarget, type Json, type ObjectReader } from '../../kube/objects.ts'
-import { releaseKey } from '../../core/model.ts'
+import { byReleaseKey, releaseKey } from '../../core/model.ts'
 import { Status } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
 import type { Clock, Logger } from '../../engine/ports.ts'
@@ -24,6 +24,7 @@ import type { IgnoreRule } from '../../core/field-path.ts'
 import { renderedObjects, type DesiredObject } from './rendered.ts'
 export { driftFailure, objectKey, ObjectState, ReleaseState, type Correction, type DriftReport, type ObjectDrift, type ReleaseDrift } from './verdict.ts'
 import { decodeRelease, latestEntry, storageSelector, storageTarget, StorageError, type StorageTarget } from './storage.ts'
+import { compareText } from '../../lib/sort.ts'
 
 export interface DriftDeps {
   readonly objects: () => Promise<ObjectReader>
@@ -66,7 +67,7 @@ export async function runDrift(settings: Settings, deps: DriftDeps): Promise<Dri
     action: settings.driftAction,
     scope,
     dryRun: settings.dryRun,
-    releases: [...releases].sort((a, b) => releaseKey(a).localeCompare(releaseKey(b))),
+    releases: [...releases].sort(byReleaseKey),
     notes,
   }
 }
@@ -197,7 +198,7 @@ async function compareRelease(
     inFlight.add(check)
   }
   await Promise.all(inFlight)
-  drifted.sort((a, b) => objectKey(a).localeCompare(objectKey(b)))
+  drifted.sort((a, b) => compareText(objectKey(a), objectKey(b)))
   const changed = drifted.filter((o) => o.state !== ObjectState.Error)
   const errors = drifted.length - changed.length
   const state = changed.length > 0 ? ReleaseState.Drifted : errors > 0 ? ReleaseState.Error : ReleaseState.InSync

@@ -6,6 +6,7 @@ import { releaseKey, type ReleaseRef } from '../../core/model.ts'
 import { FAILED, Status, type Reason } from '../../engine/result.ts'
 import type { DriftAction } from '../../settings.ts'
 import type { FieldChange } from './compare.ts'
+import { failureSentence, plural } from '../../lib/text.ts'
 
 export const ObjectState = { InSync: 'in-sync', Changed: 'changed', Missing: 'missing', Error: 'error' } as const
 export type ObjectState = (typeof ObjectState)[keyof typeof ObjectState]
@@ -88,9 +89,7 @@ export function driftFailure(report: DriftReport): string | undefined {
     if (r.state === ReleaseState.Error) return [`${key}: ${r.message}`]
     return []
   })
-  if (problems.length === 0) return undefined
-  const more = problems.length > 5 ? ` and ${problems.length - 5} more` : ''
-  return `${problems.length} release${problems.length === 1 ? '' : 's'} not in sync (drift-action: ${report.action}): ${problems.slice(0, 5).join('; ')}${more}`
+  return failureSentence(problems, (n) => `${plural(n, 'release')} not in sync (drift-action: ${report.action})`)
 }
 
 function firstChange(o: ObjectDrift): string {

@@ -1,7 +1,7 @@
 // Reporting consumes results; it never decides. One TriggerReport feeds the job summary,
 // the outputs, the CLI table and the exit status.
 
-import { cell, code, columns, location } from '../../lib/text.ts'
+import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
 import type { PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { releaseKey } from '../../core/model.ts'
@@ -95,10 +95,7 @@ export function failureOf(report: TriggerReport, failOn: FailOn): string | undef
           ...report.problems.filter((p) => p.severity === 'warning').map((p) => `${location(p)}: ${p.message}`),
         ]
       : []
-  const all = [...errors, ...warnings]
-  if (all.length === 0) return undefined
-  const more = all.length > 5 ? ` and ${all.length - 5} more` : ''
-  return `${all.length} problem${all.length === 1 ? '' : 's'} (fail-on: ${failOn}): ${all.slice(0, 5).join('; ')}${more}`
+  return failureSentence([...errors, ...warnings], (n) => `${plural(n, 'problem')} (fail-on: ${failOn})`)
 }
 
 export function headline(report: TriggerReport): string {

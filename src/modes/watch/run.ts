@@ -1,7 +1,8 @@
 // Mode `watch`: the trigger engine, event-driven. Reflectors keep the labelled ConfigMaps and
-// Secrets and the HelmReleases in view; a change of a source's digest queues its releases
-// (debounced per release); each run plans the release from the view and hands it to the
-// same triggerRelease as trigger mode (decide → merge patch with resourceVersion → Event).
+// Secrets and the HelmReleases in view; what each change means is decided in react.ts (pure),
+// and this file carries it out: a change of a source's digest queues its releases (debounced
+// per release); each run plans the release from the view and hands it to the same
+// triggerRelease as trigger mode (trigger's action through the write engine).
 // The first complete sync, every relist and every new leadership run a full pass, so changes
 // made while nobody watched are caught from `<prefix>/config-digest`.
 
@@ -23,7 +24,7 @@ import { triggerRelease } from '../trigger/release.ts'
 import type { TriggerOptions } from '../trigger/action.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { short } from '../../core/digest.ts'
-import type { Clock } from '../../engine/ports.ts'
+import { systemClock, type Clock } from '../../engine/ports.ts'
 import type { WatchConnection } from '../../kube/connect.ts'
 import { DEFAULT_TIMING, LeaderElector, type ElectionTiming } from './leader.ts'
 import type { EventLog } from './log.ts'
@@ -32,17 +33,8 @@ import { EventWriter } from './event-writer.ts'
 import { DebounceQueue, systemTimers, type Timers } from './queue.ts'
 import { createReflector, describeRestart, type Change, type Reflector } from './reflector.ts'
 import { startOpsServer, type OpsServer } from './server.ts'
-import {
-  absentDigest,
-  parseRelease,
-  parseSource,
-  parseSourceId,
-  readsOptionally,
-  WatchView,
-  type Selector,
-  type WatchedRelease,
-  type WatchedSource,
-} from './view.ts'
+import { absentDigest, parseRelease, parseSource, parseSourceId, WatchView, type Selector, type WatchedRelease, type WatchedSource } from './view.ts'
+import { deletedFor, newProblems, releaseChanged, sourceChanged, sourceGone, unique, type Reaction } from './react.ts'
 
 export interface WatchDeps {
   readonly connect: () => Promise<WatchConnection>
@@ -80,7 +72,7 @@ const MAX_DEBOUNCE_FACTOR = 5
 const EVENTS_WAITING_LIMIT = 10_000
 
 export async function runWatch(settings: Settings, deps: WatchDeps): Promise<WatchReport> {
-  const clock = deps.clock ?? { now: () => Date.now(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) }
+  const clock = deps.clock ?? systemClock
   const timers = deps.timers ?? systemTimers
   const { log } = deps
   const startedAt = clock.now()
@@ -215,36 +207,38 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   }
 
   // ---- sources --------------------------------------------------------------------------------
+  /** Carries out watch's reactions (react.ts). `guarded`: queue only once synced and leading. */
+  function carry(reactions: readonly Reaction[], guarded: boolean): Promise<void> {
+    const writes: Promise<void>[] = []
+    for (const r of reactions) {
+      if (r.kind === 'log') log.event(r.level, r.message, r.fields)
+      else if (r.kind === 'warn') writes.push(recordWarning(cluster, r.release, r.reason, r.message))
+      else if (guarded) enqueue(r.releases, r.at)
+      else for (const t of r.releases) queue.add(releaseKey(t), r.at, r.immediate ? { immediate: true } : {})
+    }
+    return Promise.all(writes).then(() => undefined)
+  }
+
   const warned = new Set<string>()
   function onSource(selector: Selector, change: Change<WatchedSource>, at: number): void {
     if (change.type === 'deleted') {
       const removed = view.removeSource(selector, change.object.id)
-      if (removed !== undefined && ready) void sourceGone(removed, change.via, at)
+      if (removed !== undefined && ready) void checkGone(removed, change.via, at)
       return
     }
     const source = change.object
-    for (const problem of source.problems) {
-      const id = `${source.id}@${source.resourceVersion}:${problem}`
-      if (warned.has(id)) continue
+    for (const { id, problem } of newProblems(source, warned)) {
       log.event('warning', 'source annotation ignored', { source: source.id, problem })
       if (warned.size > 10_000) warned.clear() // said once per version; bounded over a long run
       warned.add(id)
     }
     const before = view.source(source.id)
     const targets = view.upsertSource(selector, source)
-    const sameTargets = before !== undefined && JSON.stringify(before.annotatedTargets) === JSON.stringify(source.annotatedTargets)
-    if (before !== undefined && before.digest === source.digest && sameTargets) return // metadata only
-    if (ready)
-      log.event('info', before === undefined ? 'source added' : 'source changed', {
-        source: source.id,
-        digest: short(source.digest),
-        targets: targets.map(releaseKey).join(','),
-      })
-    enqueue(targets, at)
+    void carry(sourceChanged(before, source, targets, ready, at), true)
   }
 
   /** Deleted or only unlabelled? Ask; a deletion is reported on each release it concerned. */
-  async function sourceGone(
+  async function checkGone(
     source: Pick<WatchedSource, 'id' | 'kind' | 'namespace' | 'name' | 'annotatedTargets'>,
     via: 'watch' | 'relist' | 'start',
     at: number | undefined,
@@ -255,26 +249,13 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
       const live = await cluster.getSource(source)
       if (view.source(source.id) !== undefined) return // back already
       const targets = view.targetsOf(source).concat(source.annotatedTargets, recordedBy)
-      if (live !== undefined) {
-        if (via !== 'start') log.event('info', 'source no longer labelled; it triggers nothing now', { source: source.id })
-        return
-      }
+      await carry(sourceGone(source, live !== undefined, via, targets), false)
+      if (live !== undefined) return
       metrics.deletions.inc()
       view.markAbsent(source)
-      log.event('warning', 'source deleted', { source: source.id, seenBy: via, releases: unique(targets).map(releaseKey).join(',') })
       for (const t of unique(targets)) {
         const release = view.release(releaseKey(t)) ?? (await cluster.getRelease(t).catch(() => undefined))
-        if (release === undefined) continue
-        if (readsOptionally(release, source)) {
-          // The values lose that source's content: worth an upgrade now, like any other change.
-          queue.add(releaseKey(t), at, { immediate: at === undefined })
-          continue
-        }
-        const reads = release.valuesFrom.some((v) => v.kind === source.kind && v.name === source.name && release.namespace === source.namespace)
-        const message = reads
-          ? `${source.id} was deleted; spec.valuesFrom needs it, so helm-controller fails to compose values until it is back. Not triggered: restore it (or mark it optional) and the next change triggers.`
-          : `${source.id}, which names this release in ${keys.targetNames}, was deleted. Not triggered.`
-        await recordWarning(cluster, release, 'SourceDeleted', message)
+        if (release !== undefined) await carry([deletedFor(release, source, keys, at)], false)
       }
     } catch (error) {
       log.event('warning', 'could not check a removed source', { source: source.id, error: messageOf(error) })
@@ -300,7 +281,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
       }
     }
     await mapLimit([...candidates.values()], settings.maxConcurrency, ({ ref, recordedBy }) =>
-      sourceGone({ ...ref, annotatedTargets: [] }, 'start', undefined, recordedBy),
+      checkGone({ ...ref, annotatedTargets: [] }, 'start', undefined, recordedBy),
     )
   }
 
@@ -347,13 +328,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
     if (!ready || !isLeading()) return
     const planned = view.plan(change.object)
     if (planned.sources.length === 0) return
-    // Only what makes a trigger due (resumed, valuesFrom changed, config-digest edited): our own
-    // patches and helm-controller's status writes come back here and decide to skip.
-    const decision = view.precheck(planned)
-    if (decision?.action === 'trigger') queue.add(change.object.key, undefined)
-    else if (decision?.action === 'skip' && decision.reason === SkipReason.Suspended && previous !== undefined && !previous.suspend) {
-      log.event('info', 'release suspended; it is left alone until resumed', { release: change.object.key })
-    }
+    void carry(releaseChanged(previous, change.object, view.precheck(planned)), false)
   }
 
   // ---- reflectors -------------------------------------------------------------------------------
@@ -539,10 +514,6 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
 function refOf(key: string): ReleaseRef {
   const slash = key.indexOf('/')
   return { namespace: key.slice(0, slash), name: key.slice(slash + 1) }
-}
-
-function unique(refs: readonly ReleaseRef[]): ReleaseRef[] {
-  return [...new Map(refs.map((r) => [releaseKey(r), r])).values()]
 }
 
 export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
