@@ -6,6 +6,7 @@ import { SkipReason } from '../../../../src/modes/trigger/action.ts'
 import { resultTable, summaryMarkdown } from '../../../../src/modes/trigger/report.ts'
 import { errorVerdict, triggerVerdict, verdictTitle } from '../../../../src/modes/trigger/verdict.ts'
 import { Status } from '../../../../src/engine/result.ts'
+import { render, tableUnder } from '../../../../test/support/markdown.ts'
 import { awkwardReport, plannedSource, releaseResult, triggerReport } from '../../../../test/support/reports.ts'
 
 const RUN = 'https://github.example/acme/fleet/actions/runs/4242'
@@ -28,14 +29,15 @@ describe('triggerVerdict', () => {
   it('shows which keys changed: values for ConfigMaps, names only for Secrets', () => {
     const report = awkwardReport()
     const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    // As a GFM renderer shows them.
     const rows = [
-      '| `ConfigMap/apps/web-values` | `values.yaml` → `image.tag` | modified | `"1.0"` | `"1.1"` |',
-      '| `Secret/apps/db` | `password` | modified | (hidden) | (hidden) |',
+      ['ConfigMap/apps/web-values', 'values.yaml → image.tag', 'modified', '"1.0"', '"1.1"'],
+      ['Secret/apps/db', 'password', 'modified', '(hidden)', '(hidden)'],
     ]
     for (const row of rows) {
-      expect(v.summary).toContain(row)
-      expect(v.comment).toContain(row)
-      expect(summaryMarkdown(report)).toContain(row)
+      expect(tableUnder(v.summary, 'Values changed')).toContainEqual(row)
+      expect(tableUnder(v.comment, 'Values changed')).toContainEqual(row)
+      expect(tableUnder(summaryMarkdown(report), 'Values changed')).toContainEqual(row)
     }
   })
 
@@ -81,7 +83,7 @@ describe('triggerVerdict', () => {
     expect(v.title).toBe('plan: 2 releases would be triggered')
     expect(v.conclusion).toBe('neutral')
     expect(v.comment).toContain('### Plan')
-    expect(v.comment).toContain('| `apps/web` | `ConfigMap/apps/web-values` | modified | reads it (valuesFrom) | `apps/values.yaml:4` |')
+    expect(tableUnder(v.comment, 'Plan')).toContainEqual(['apps/web', 'ConfigMap/apps/web-values', 'modified', 'reads it (valuesFrom)', 'apps/values.yaml:4'])
     expect(v.text).toContain('### Plan')
   })
 
@@ -91,7 +93,7 @@ describe('triggerVerdict', () => {
     expect(triggerVerdict(nothing, { failOn: 'error', runUrl: RUN }).conclusion).toBe('success')
     const e = errorVerdict('no cluster: set kubeconfig', RUN)
     expect(e).toMatchObject({ conclusion: 'failure', title: 'failed before any release was triggered' })
-    expect(e.comment).toContain('no cluster: set kubeconfig')
+    expect(render(e.comment).lines).toContain('no cluster: set kubeconfig')
   })
 
   it('keeps a table of thousands of releases within what GitHub accepts', () => {
