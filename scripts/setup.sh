@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need, from scratch on a fresh machine and as a
 # no-op when nothing changed: npm packages (Node 24 among them, from the node@24 package)
-# and the local cluster's Go-built binaries (cached under ~/.cache, keyed by their pins).
+# and the local cluster's Go-built binaries and the sops/age test tools (cached under
+# ~/.cache, keyed by their pins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,4 +29,4 @@ for version in $(node -p "require('./test/support/node-versions.json').join(' ')
   fi
 done
 
-test/cluster/build.sh kube source-controller helm-controller
+test/cluster/build.sh kube source-controller helm-controller kustomize-controller sops

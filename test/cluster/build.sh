@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries (kube-apiserver, etcd, source-controller,
-# helm-controller) from their Go modules and caches them outside the clone, keyed
-# by a hash of the wrapper module that pins them. A cached build is reused as is.
+# helm-controller, kustomize-controller) and the test tools sops and age-keygen from
+# their Go modules and caches them outside the clone, keyed by a hash of the wrapper
+# module that pins them. A cached build is reused as is.
 #
 # Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
 # with it), cached the same way.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|actionlint ...]
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|sops|actionlint ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -72,7 +73,7 @@ build() { # $1 wrapper, $2 output name, $3 package, $4 ldflags, $5 expected --ve
 
 if [ "${1:-}" = --print-paths ]; then print_paths=true; shift; fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kube source-controller helm-controller)
+[ ${#targets[@]} -gt 0 ] || targets=(kube source-controller helm-controller kustomize-controller sops)
 for t in "${targets[@]}"; do
   case "$t" in
     kube)
@@ -87,10 +88,17 @@ for t in "${targets[@]}"; do
       ;;
     source-controller) build source-controller source-controller github.com/fluxcd/source-controller ;;
     helm-controller) build helm-controller helm-controller github.com/fluxcd/helm-controller ;;
+    kustomize-controller) build kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller ;;
+    sops)
+      # No --version check: sops's asks GitHub for its latest release, and age-keygen
+      # built as a dependency prints "(devel)".
+      build sops sops github.com/getsops/sops/v3/cmd/sops
+      build sops age-keygen filippo.io/age/cmd/age-keygen
+      ;;
     actionlint)
       al_version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/rhysd/actionlint" { print $2; exit }' "$here/actionlint/go.mod")
       build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint "-X github.com/rhysd/actionlint.version=$al_version" "$al_version"
       ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller or actionlint)" >&2; exit 2 ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, sops or actionlint)" >&2; exit 2 ;;
   esac
 done

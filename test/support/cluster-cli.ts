@@ -21,7 +21,8 @@ const UP_TIMEOUT_MS = 60 * 60_000
 const DOWN_GRACE_MS = 30_000
 
 const USAGE = `usage: npm run cluster -- <command>
-  up [--flux] [--apiserver-port N]  start the local cluster in the background (Flux controllers with --flux)
+  up [--flux] [--apiserver-port N]  start the local cluster in the background (Flux's source-, helm- and
+                                    kustomize-controller with --flux)
   down                              stop it; no process is left behind
   status                            say whether it runs, and where`
 
@@ -205,6 +206,7 @@ async function supervise(options: UpOptions): Promise<number> {
     adminToken: cluster.adminToken,
     caData: cluster.caData,
     chartRepoUrl: cluster.chartRepoUrl,
+    gitServerUrl: cluster.gitServerUrl,
     versions: cluster.versions,
     ports: cluster.ports,
     processes: cluster.processes,
@@ -213,7 +215,7 @@ async function supervise(options: UpOptions): Promise<number> {
   const tmp = `${statePath(DIR)}.tmp`
   await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 })
   await rename(tmp, statePath(DIR))
-  log(`state written to ${statePath(DIR)}; chart repository ${cluster.chartRepoUrl}`)
+  log(`state written to ${statePath(DIR)}; chart repository ${cluster.chartRepoUrl}; git server ${cluster.gitServerUrl}`)
   // The chart server and the children keep the event loop alive until a signal stops us.
   return new Promise<number>(() => {})
 }
@@ -254,8 +256,13 @@ async function status(): Promise<number> {
     `  server:      ${state.server} (Kubernetes ${state.versions.kubernetes})`,
     `  kubeconfig:  ${state.kubeconfigPath}`,
     `  charts:      ${state.chartRepoUrl}`,
-    `  flux:        ${state.flux ? `source-controller ${state.versions.sourceController}, helm-controller ${state.versions.helmController}` : 'no'}`,
-    ...state.processes.map((p) => `  ${p.name.padEnd(18)} pid ${p.pid} ${isAlive(p.pid) ? 'running' : 'EXITED'} (log ${p.logPath})`),
+    `  git:         ${state.gitServerUrl} (POST /-/repos/<name> creates <name>.git)`,
+    `  flux:        ${
+      state.flux
+        ? `source-controller ${state.versions.sourceController}, helm-controller ${state.versions.helmController}, kustomize-controller ${state.versions.kustomizeController}`
+        : 'no'
+    }`,
+    ...state.processes.map((p) => `  ${p.name.padEnd(20)} pid ${p.pid} ${isAlive(p.pid) ? 'running' : 'EXITED'} (log ${p.logPath})`),
   ]
   process.stdout.write(`${lines.join('\n')}\n`)
   return 0

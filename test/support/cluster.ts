@@ -1,7 +1,8 @@
 // A real local Kubernetes cluster for tests, the demo and benchmarks: etcd and
 // kube-apiserver (RBAC on) built from Go modules by test/cluster/build.sh, the Flux
-// CRDs from the Flux Go modules, optionally the real source-controller and
-// helm-controller, and a Helm chart repository served on loopback.
+// CRDs from the Flux Go modules, optionally the real source-controller,
+// helm-controller and kustomize-controller, a Helm chart repository and a git server
+// (smart HTTP) served on loopback.
 //
 // Every process is a child of the caller started through `setpriv --pdeathsig KILL`,
 // so even a hard-killed caller leaves none behind.
@@ -17,7 +18,8 @@ import { tmpdir } from 'node:os'
 import { delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ApiextensionsV1Api, loadAllYaml, type KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node'
-import { demoChart, startChartServer, type ChartServer, type ChartSpec, type PublishedChart } from './chart.ts'
+import { demoChart, startChartServer, type ChartSpec, type PublishedChart } from './chart.ts'
+import { startGitServer } from './git-server.ts'
 import {
   SERVICE_ACCOUNT_ISSUER,
   createNamespace,
@@ -34,19 +36,34 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 const CLUSTER_SRC = join(REPO_ROOT, 'test', 'cluster')
 const BUILD_SCRIPT = join(CLUSTER_SRC, 'build.sh')
 
-export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller'
-export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller'
+export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'sops'
+/** The cluster's processes. */
+export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize-controller'
+/** Everything build.sh builds: the processes and the tools tests run (sops, age-keygen). */
+export type BuiltBinary = BinaryName | 'sops' | 'age-keygen'
+const BUILT_BINARIES = [
+  'etcd',
+  'kube-apiserver',
+  'source-controller',
+  'helm-controller',
+  'kustomize-controller',
+  'sops',
+  'age-keygen',
+] as const satisfies readonly BuiltBinary[]
 
 export interface Ports {
   readonly etcdClient: number
   readonly etcdPeer: number
   readonly apiserver: number
   readonly chartRepo: number
+  readonly gitServer: number
   readonly sourceStorage: number
   readonly sourceMetrics: number
   readonly sourceHealth: number
   readonly helmMetrics: number
   readonly helmHealth: number
+  readonly kustomizeMetrics: number
+  readonly kustomizeHealth: number
 }
 
 export interface Versions {
@@ -54,10 +71,11 @@ export interface Versions {
   readonly etcd: string
   readonly sourceController: string
   readonly helmController: string
+  readonly kustomizeController: string
 }
 
 export interface StartClusterOptions {
-  /** Also run source-controller and helm-controller. */
+  /** Also run source-controller, helm-controller and kustomize-controller. */
   readonly flux?: boolean
   /**
    * Working directory: kubeconfig, logs/, data/. Kept after stop() except data/.
@@ -99,9 +117,11 @@ export interface LocalCluster {
   readonly caData: string
   /** e.g. http://127.0.0.1:41235 (no trailing slash); serves index.yaml. */
   readonly chartRepoUrl: string
+  /** e.g. http://127.0.0.1:41236 (no trailing slash); serves `<name>.git` over smart HTTP (git-server.ts). */
+  readonly gitServerUrl: string
   /** Root of the build cache's binaries, and each binary's path. */
   readonly binDir: string
-  readonly binaries: Readonly<Partial<Record<BinaryName, string>>>
+  readonly binaries: Readonly<Partial<Record<BuiltBinary, string>>>
   readonly versions: Versions
   readonly flux: boolean
   readonly ports: Ports
@@ -123,7 +143,7 @@ export interface LocalCluster {
   startComponent(name: BinaryName): Promise<void>
   /** stopComponent, wait `downMs` (default 0), startComponent. Kubeconfigs and tokens stay valid. */
   restart(name: BinaryName, options?: { kill?: boolean; downMs?: number }): Promise<void>
-  /** Stops controllers, apiserver, etcd (SIGTERM, SIGKILL after a few seconds), the chart server; removes data. */
+  /** Stops controllers, apiserver, etcd (SIGTERM, SIGKILL after a few seconds), the chart and git servers; removes data. */
   stop(): Promise<void>
 }
 
@@ -144,7 +164,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     }
   }
 
-  const targets: BuildTarget[] = flux ? ['kube', 'source-controller', 'helm-controller'] : ['kube']
+  const targets: BuildTarget[] = flux ? ['kube', 'source-controller', 'helm-controller', 'kustomize-controller'] : ['kube']
   const binaries = await timed('build', () => ensureBinaries(targets, { log, timeoutMs: options.buildTimeoutMs ?? 45 * 60_000 }))
   const versions = await readVersions()
 
@@ -162,10 +182,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
   sessions.add(session)
   if (options.handleSignals ?? true) installSignalHandlers()
 
-  let chartServer: ChartServer | undefined
+  const servers: LoopbackServer[] = []
   try {
     const ports = await allocatePorts(options.ports)
-    chartServer = await startChartServer({ port: ports.chartRepo, charts: options.charts ?? [demoChart('0.1.0')] })
+    const chartServer = await startChartServer({ port: ports.chartRepo, charts: options.charts ?? [demoChart('0.1.0')] })
+    servers.push(chartServer)
+    const gitServer = await startGitServer({ port: ports.gitServer, root: join(dataDir, 'git') })
+    servers.push(gitServer)
 
     const etcd = await timed('etcd', () => startEtcd(session, { binary: need(binaries, 'etcd'), ports, readyTimeoutMs, logDir, log }))
     const api = await timed('apiserver', () => startApiserver(session, { binary: need(binaries, 'kube-apiserver'), ports, readyTimeoutMs, logDir, log, etcd }))
@@ -183,7 +206,6 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
         .join(', ')})`,
     )
 
-    const server = chartServer
     let stopping: Promise<void> | undefined
     return {
       dir,
@@ -192,7 +214,8 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
       server: api.server,
       adminToken: api.adminToken,
       caData: api.caData,
-      chartRepoUrl: server.url,
+      chartRepoUrl: chartServer.url,
+      gitServerUrl: gitServer.url,
       binDir: join(cacheDir(), 'bin'),
       binaries,
       versions,
@@ -203,7 +226,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
         return session.children.map(({ name, pid, logPath }) => ({ name, pid, logPath }))
       },
       timings: { ...timings },
-      publishChart: (spec) => server.publish(spec),
+      publishChart: (spec) => chartServer.publish(spec),
       createNamespace: (name, labels) => createNamespace(kubeconfig, name, labels),
       serviceAccountToken: (namespace, name, tokenOptions) => serviceAccountToken(kubeconfig, namespace, name, tokenOptions),
       kubeconfigFor: async (token, name) => {
@@ -218,10 +241,10 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
         if (o.downMs) await sleep(o.downMs)
         await startComponent(session, name)
       },
-      stop: () => (stopping ??= stopSession(session, server)),
+      stop: () => (stopping ??= stopSession(session, servers)),
     }
   } catch (error) {
-    await stopSession(session, chartServer, { keepLogs: true })
+    await stopSession(session, servers, { keepLogs: true })
     if (error instanceof Error) error.message += `\n(cluster logs kept in ${logDir})`
     throw error
   }
@@ -259,7 +282,7 @@ export function cacheDir(): string {
 export async function ensureBinaries(
   targets: readonly BuildTarget[],
   options: { log?: (line: string) => void; timeoutMs?: number } = {},
-): Promise<Partial<Record<BinaryName, string>>> {
+): Promise<Partial<Record<BuiltBinary, string>>> {
   const log = options.log ?? (() => {})
   const deadline = Date.now() + (options.timeoutMs ?? 45 * 60_000)
   for (const target of targets) {
@@ -274,10 +297,11 @@ export async function ensureBinaries(
   }
   const printed = await run('bash', [BUILD_SCRIPT, '--print-paths', ...targets], { timeoutMs: 60_000 })
   if (printed.code !== 0) throw new Error(`test/cluster/build.sh --print-paths failed:\n${printed.lines.join('\n')}`)
-  const paths: Partial<Record<BinaryName, string>> = {}
+  const paths: Partial<Record<BuiltBinary, string>> = {}
   for (const line of printed.stdout.split('\n')) {
-    const match = /^(etcd|kube-apiserver|source-controller|helm-controller)=(.+)$/.exec(line.trim())
-    if (match?.[1] && match[2]) paths[match[1] as BinaryName] = match[2]
+    const [name, path] = splitOnce(line.trim(), '=')
+    const binary = BUILT_BINARIES.find((b) => b === name)
+    if (binary && path) paths[binary] = path
   }
   for (const [name, path] of Object.entries(paths)) {
     if (!existsSync(path)) throw new Error(`${name} is missing at ${path} after the build; run \`test/cluster/build.sh\` to see why`)
@@ -285,7 +309,12 @@ export async function ensureBinaries(
   return paths
 }
 
-function need(binaries: Partial<Record<BinaryName, string>>, name: BinaryName): string {
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator)
+  return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + separator.length)]
+}
+
+function need(binaries: Partial<Record<BuiltBinary, string>>, name: BuiltBinary): string {
   const path = binaries[name]
   if (!path) throw new Error(`no ${name} binary was built`)
   return path
@@ -296,11 +325,13 @@ export async function readVersions(): Promise<Versions> {
   const kube = await readFile(join(CLUSTER_SRC, 'kube', 'go.mod'), 'utf8')
   const source = await readFile(join(CLUSTER_SRC, 'source-controller', 'go.mod'), 'utf8')
   const helm = await readFile(join(CLUSTER_SRC, 'helm-controller', 'go.mod'), 'utf8')
+  const kustomize = await readFile(join(CLUSTER_SRC, 'kustomize-controller', 'go.mod'), 'utf8')
   return {
     kubernetes: moduleVersion(kube, 'k8s.io/kubernetes', 'test/cluster/kube/go.mod'),
     etcd: moduleVersion(kube, 'go.etcd.io/etcd/server/v3', 'test/cluster/kube/go.mod'),
     sourceController: moduleVersion(source, 'github.com/fluxcd/source-controller', 'test/cluster/source-controller/go.mod'),
     helmController: moduleVersion(helm, 'github.com/fluxcd/helm-controller', 'test/cluster/helm-controller/go.mod'),
+    kustomizeController: moduleVersion(kustomize, 'github.com/fluxcd/kustomize-controller', 'test/cluster/kustomize-controller/go.mod'),
   }
 }
 
@@ -341,11 +372,12 @@ async function crdDir(wrapper: string, module: string, version: string): Promise
   return dir
 }
 
-/** The HelmRelease CRD and every source-controller CRD, as pinned by the wrapper modules. */
+/** The HelmRelease and Kustomization CRDs and every source-controller CRD, as pinned by the wrapper modules. */
 export async function fluxCrds(versions: Versions): Promise<V1CustomResourceDefinition[]> {
   const dirs = [
     await crdDir('helm-controller', 'github.com/fluxcd/helm-controller', versions.helmController),
     await crdDir('source-controller', 'github.com/fluxcd/source-controller', versions.sourceController),
+    await crdDir('kustomize-controller', 'github.com/fluxcd/kustomize-controller', versions.kustomizeController),
   ]
   const crds: V1CustomResourceDefinition[] = []
   for (const dir of dirs) {
@@ -583,7 +615,7 @@ async function startApiserver(session: Session, options: ComponentOptions & { bi
 
 async function startControllers(
   session: Session,
-  options: ComponentOptions & { binaries: Partial<Record<BinaryName, string>>; kubeconfigPath: string },
+  options: ComponentOptions & { binaries: Partial<Record<BuiltBinary, string>>; kubeconfigPath: string },
 ): Promise<void> {
   const { ports } = options
   const common = [
@@ -627,11 +659,28 @@ async function startControllers(
     )
     await waitReady(helm, async () => (await httpGet(`http://127.0.0.1:${ports.helmHealth}/readyz`)).status === 200, options.readyTimeoutMs)
   }
+  const launchKustomize = async (): Promise<void> => {
+    const kustomize = spawnChild(
+      session,
+      'kustomize-controller',
+      need(options.binaries, 'kustomize-controller'),
+      [
+        ...common,
+        `--metrics-addr=127.0.0.1:${ports.kustomizeMetrics}`,
+        `--health-addr=127.0.0.1:${ports.kustomizeHealth}`,
+        // Tests and the demo apply only what the loopback git server holds.
+        '--no-remote-bases=true',
+      ],
+      { logDir: options.logDir, env: await controllerEnv(session, 'kustomize-controller', options.kubeconfigPath) },
+    )
+    await waitReady(kustomize, async () => (await httpGet(`http://127.0.0.1:${ports.kustomizeHealth}/readyz`)).status === 200, options.readyTimeoutMs)
+  }
   session.relaunch['source-controller'] = launchSource
   session.relaunch['helm-controller'] = launchHelm
+  session.relaunch['kustomize-controller'] = launchKustomize
   const t0 = Date.now()
-  await Promise.all([launchSource(), launchHelm()])
-  options.log(`source-controller and helm-controller ready in ${formatMs(Date.now() - t0)}`)
+  await Promise.all([launchSource(), launchHelm(), launchKustomize()])
+  options.log(`source-controller, helm-controller and kustomize-controller ready in ${formatMs(Date.now() - t0)}`)
 }
 
 async function controllerDir(session: Session, name: string, sub: string): Promise<string> {
@@ -654,13 +703,18 @@ async function controllerEnv(session: Session, name: string, kubeconfigPath: str
 
 // --- stopping ------------------------------------------------------------------
 
-async function stopSession(session: Session, chartServer: ChartServer | undefined, options: { keepLogs?: boolean } = {}): Promise<void> {
+/** The chart repository and the git server: in-process HTTP servers the cluster owns. */
+interface LoopbackServer {
+  close(): Promise<void>
+}
+
+async function stopSession(session: Session, servers: readonly LoopbackServer[], options: { keepLogs?: boolean } = {}): Promise<void> {
   // Reverse start order: the controllers, then the apiserver, then etcd.
-  const order: BinaryName[][] = [['helm-controller', 'source-controller'], ['kube-apiserver'], ['etcd']]
+  const order: BinaryName[][] = [['kustomize-controller', 'helm-controller', 'source-controller'], ['kube-apiserver'], ['etcd']]
   for (const names of order) {
     await Promise.all(session.children.filter((c) => names.includes(c.name)).map((c) => stopChild(c)))
   }
-  await chartServer?.close()
+  await Promise.all(servers.map((server) => server.close()))
   sessions.delete(session)
   if (session.temporary && !options.keepLogs) await rm(session.dir, { recursive: true, force: true })
   else await rm(session.dataDir, { recursive: true, force: true })
@@ -737,11 +791,14 @@ const PORT_NAMES = [
   'etcdPeer',
   'apiserver',
   'chartRepo',
+  'gitServer',
   'sourceStorage',
   'sourceMetrics',
   'sourceHealth',
   'helmMetrics',
   'helmHealth',
+  'kustomizeMetrics',
+  'kustomizeHealth',
 ] as const satisfies readonly (keyof Ports)[]
 
 /** Fixed ports must be free (else a clear error); the others are picked free by binding 127.0.0.1:0. */

@@ -12,16 +12,25 @@ import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type Kube
 import { inject } from 'vitest'
 import { publishChartOverHttp, type ChartSpec, type PublishedChart } from './chart.ts'
 import {
+  GIT_REPOSITORY,
   HELM_RELEASE,
   HELM_REPOSITORY,
+  KUSTOMIZATION,
   REQUESTED_AT,
   describeConditions,
+  gitRepository,
+  gitRevision,
   helmRelease,
   helmRepository,
+  isAppliedAt,
   isReady,
+  kustomization,
   type FluxObject,
+  type GitRepositoryOptions,
   type HelmReleaseOptions,
+  type KustomizationOptions,
 } from './flux.ts'
+import { createGitRemote, type GitRemote } from './git-server.ts'
 import type { ProvidedCluster } from './global-setup.ts'
 import { createNamespace, kubeConfigFromFile, serviceAccountToken, waitFor, writeKubeconfig, type TokenOptions, type WaitOptions } from './kube.ts'
 
@@ -48,6 +57,19 @@ export interface ClusterHandle extends ProvidedCluster {
   requestReconcile(namespace: string, name: string, token?: string): Promise<string>
   /** Waits for Ready=True at the current generation; the timeout error shows the conditions. */
   waitForHelmReleaseReady(namespace: string, name: string, options?: WaitOptions): Promise<FluxObject>
+  /** A new repository on the loopback git server, with a working clone to push from (removed at exit). */
+  createGitRemote(name?: string): Promise<GitRemote>
+  /** Server-side applies a GitRepository (branch `main`, interval 1h). */
+  applyGitRepository(options: GitRepositoryOptions): Promise<FluxObject>
+  /** Server-side applies a Flux Kustomization (prune on, interval 1h, source = its own name). */
+  applyKustomization(options: KustomizationOptions): Promise<FluxObject>
+  getKustomization(namespace: string, name: string): Promise<FluxObject>
+  /**
+   * Asks source-controller to fetch the GitRepository now (as a push webhook would) and
+   * waits until the Kustomization is Ready with the commit `sha` applied; the timeout
+   * error shows both objects' conditions.
+   */
+  syncKustomization(namespace: string, name: string, sha: string, options?: WaitOptions & { source?: string }): Promise<FluxObject>
 }
 
 let handle: ClusterHandle | undefined
@@ -76,6 +98,24 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
     return (await custom.getNamespacedCustomObject({ ...HELM_RELEASE, namespace, name })) as FluxObject
   }
 
+  async function getKustomization(namespace: string, name: string): Promise<FluxObject> {
+    return (await custom.getNamespacedCustomObject({ ...KUSTOMIZATION, namespace, name })) as FluxObject
+  }
+
+  async function annotateReconcile(
+    coordinates: { group: string; version: string; plural: string },
+    namespace: string,
+    name: string,
+    token: string,
+  ): Promise<void> {
+    await custom.patchNamespacedCustomObject(
+      { ...coordinates, namespace, name, body: { metadata: { annotations: { [REQUESTED_AT]: token } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )
+  }
+
+  const remotes: GitRemote[] = []
+
   return {
     ...provided,
     kubeconfig,
@@ -103,10 +143,7 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
     applyHelmRelease: (options) => apply(HELM_RELEASE, helmRelease(options)),
     getHelmRelease,
     async requestReconcile(namespace, name, token = new Date().toISOString()) {
-      await custom.patchNamespacedCustomObject(
-        { ...HELM_RELEASE, namespace, name, body: { metadata: { annotations: { [REQUESTED_AT]: token } } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      )
+      await annotateReconcile(HELM_RELEASE, namespace, name, token)
       return token
     },
     async waitForHelmReleaseReady(namespace, name, options = {}) {
@@ -121,6 +158,38 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
         )
       } catch (error) {
         throw new Error(`HelmRelease ${namespace}/${name} not Ready: ${describeConditions(last)}`, { cause: error })
+      }
+    },
+    async createGitRemote(name) {
+      const remote = await createGitRemote(provided.gitServerUrl, name)
+      if (remotes.length === 0) process.once('exit', () => remotes.forEach((r) => r.cleanup()))
+      remotes.push(remote)
+      return remote
+    },
+    applyGitRepository: (options) => apply(GIT_REPOSITORY, gitRepository(options)),
+    applyKustomization: (options) => apply(KUSTOMIZATION, kustomization(options)),
+    getKustomization,
+    async syncKustomization(namespace, name, sha, options = {}) {
+      const source = options.source ?? name
+      const revision = gitRevision(sha)
+      await annotateReconcile(GIT_REPOSITORY, namespace, source, `${revision} ${Date.now()}`)
+      let last: FluxObject | undefined
+      try {
+        return await waitFor(
+          async () => {
+            last = await getKustomization(namespace, name)
+            return isAppliedAt(last, revision) && last
+          },
+          { timeoutMs: 120_000, ...options },
+        )
+      } catch (error) {
+        const repository = (await custom.getNamespacedCustomObject({ ...GIT_REPOSITORY, namespace, name: source }).catch(() => undefined)) as
+          FluxObject | undefined
+        throw new Error(
+          `Kustomization ${namespace}/${name} not Ready at ${revision} (applied: ${last?.status?.lastAppliedRevision ?? 'nothing'}): ${describeConditions(last)}; ` +
+            `GitRepository ${source}: ${describeConditions(repository)}`,
+          { cause: error },
+        )
       }
     },
   }

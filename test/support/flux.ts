@@ -1,9 +1,12 @@
-// Flux objects for tests: builders for HelmRepository / HelmRelease manifests, their
-// API coordinates, and readers of their status. Plain data, no cluster access.
+// Flux objects for tests: builders for HelmRepository / HelmRelease / GitRepository /
+// Kustomization manifests, their API coordinates, and readers of their status. Plain
+// data, no cluster access.
 
 export const HELM_RELEASE = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases', kind: 'HelmRelease' } as const
 export const HELM_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'helmrepositories', kind: 'HelmRepository' } as const
 export const HELM_CHART = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'helmcharts', kind: 'HelmChart' } as const
+export const GIT_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories', kind: 'GitRepository' } as const
+export const KUSTOMIZATION = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', kind: 'Kustomization' } as const
 
 export const REQUESTED_AT = 'reconcile.fluxcd.io/requestedAt'
 
@@ -32,6 +35,7 @@ export interface FluxObject {
     readonly conditions?: readonly Condition[]
     readonly lastHandledReconcileAt?: string
     readonly lastAttemptedRevision?: string
+    readonly lastAppliedRevision?: string
     readonly history?: readonly { readonly status?: string; readonly chartVersion?: string }[]
     readonly [key: string]: unknown
   }
@@ -99,6 +103,68 @@ export function helmRelease(options: HelmReleaseOptions): FluxObject {
     },
     spec: { ...spec, ...options.spec },
   }
+}
+
+export interface GitRepositoryOptions {
+  readonly namespace: string
+  readonly name: string
+  /** Clone URL, e.g. a repository on the loopback git server. */
+  readonly url: string
+  /** Default `main`. */
+  readonly branch?: string
+  /** How often source-controller polls; default 1h (tests request a reconcile after a push). */
+  readonly interval?: string
+}
+
+export function gitRepository(options: GitRepositoryOptions): FluxObject {
+  return {
+    apiVersion: `${GIT_REPOSITORY.group}/${GIT_REPOSITORY.version}`,
+    kind: GIT_REPOSITORY.kind,
+    metadata: { name: options.name, namespace: options.namespace },
+    spec: { url: options.url, interval: options.interval ?? '1h', ref: { branch: options.branch ?? 'main' } },
+  }
+}
+
+export interface KustomizationOptions {
+  readonly namespace: string
+  readonly name: string
+  /** Path inside the source's artifact, e.g. `./apps/demo`. */
+  readonly path: string
+  /** GitRepository in the same namespace; default the Kustomization's name. */
+  readonly source?: string
+  readonly targetNamespace?: string
+  readonly interval?: string
+  /** SOPS decryption with the age key(s) in this Secret (keys ending in `.agekey`). */
+  readonly decryptionSecret?: string
+  /** Merged over the spec built from the other options. */
+  readonly spec?: Readonly<Record<string, unknown>>
+}
+
+export function kustomization(options: KustomizationOptions): FluxObject {
+  const spec: Record<string, unknown> = {
+    interval: options.interval ?? '1h',
+    path: options.path,
+    prune: true,
+    sourceRef: { kind: GIT_REPOSITORY.kind, name: options.source ?? options.name },
+  }
+  if (options.targetNamespace) spec.targetNamespace = options.targetNamespace
+  if (options.decryptionSecret) spec.decryption = { provider: 'sops', secretRef: { name: options.decryptionSecret } }
+  return {
+    apiVersion: `${KUSTOMIZATION.group}/${KUSTOMIZATION.version}`,
+    kind: KUSTOMIZATION.kind,
+    metadata: { name: options.name, namespace: options.namespace },
+    spec: { ...spec, ...options.spec },
+  }
+}
+
+/** The revision Flux records for a commit on a branch: `main@sha1:<sha>`. */
+export function gitRevision(sha: string, branch = 'main'): string {
+  return `${branch}@sha1:${sha}`
+}
+
+/** Ready=True at the current generation with `revision` applied (a Kustomization's lastAppliedRevision). */
+export function isAppliedAt(object: FluxObject, revision: string): boolean {
+  return isReady(object) && object.status?.lastAppliedRevision === revision
 }
 
 export function condition(object: FluxObject, type: string): Condition | undefined {

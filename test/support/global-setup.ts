@@ -16,6 +16,8 @@ export interface ProvidedCluster {
   readonly caData: string
   /** Base URL of the loopback Helm repository (no trailing slash). */
   readonly chartRepoUrl: string
+  /** Base URL of the loopback git server (no trailing slash); see git-server.ts. */
+  readonly gitServerUrl: string
   readonly versions: Versions
 }
 
@@ -42,6 +44,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 function pick(source: ProvidedCluster): ProvidedCluster {
-  const { kubeconfigPath, server, adminToken, caData, chartRepoUrl, versions } = source
-  return { kubeconfigPath, server, adminToken, caData, chartRepoUrl, versions }
+  const { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, versions } = source
+  return { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, versions }
 }
