@@ -28,4 +28,4 @@ for version in $(node -p "require('./test/support/node-versions.json').join(' ')
   fi
 done
 
-test/cluster/build.sh kube source-controller helm-controller
+test/cluster/build.sh kube source-controller helm-controller kustomize

@@ -34,8 +34,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 const CLUSTER_SRC = join(REPO_ROOT, 'test', 'cluster')
 const BUILD_SCRIPT = join(CLUSTER_SRC, 'build.sh')
 
-export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller'
-export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller'
+export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize'
+/** kustomize is no cluster component: the rendering tests and the bench run it. */
+export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize'
 
 export interface Ports {
   readonly etcdClient: number
@@ -276,7 +277,7 @@ export async function ensureBinaries(
   if (printed.code !== 0) throw new Error(`test/cluster/build.sh --print-paths failed:\n${printed.lines.join('\n')}`)
   const paths: Partial<Record<BinaryName, string>> = {}
   for (const line of printed.stdout.split('\n')) {
-    const match = /^(etcd|kube-apiserver|source-controller|helm-controller)=(.+)$/.exec(line.trim())
+    const match = /^(etcd|kube-apiserver|source-controller|helm-controller|kustomize)=(.+)$/.exec(line.trim())
     if (match?.[1] && match[2]) paths[match[1] as BinaryName] = match[2]
   }
   for (const [name, path] of Object.entries(paths)) {
