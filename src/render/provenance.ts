@@ -33,39 +33,61 @@ export function parseOrigin(value: string | undefined): Origin | undefined {
   return undefined
 }
 
-/** Reads files of one tree (a commit's, or an artifact's), each parsed once. */
+/** Reads files of one tree (a commit's, or an artifact's), each read and indexed once. */
 export class TreeFiles {
-  private readonly cache = new Map<string, Promise<string | undefined>>()
+  private readonly texts = new Map<string, Promise<string | undefined>>()
+  private readonly indexes = new Map<string, Promise<readonly DocumentEntry[]>>()
   private readonly root: string
   constructor(root: string) {
     this.root = root
   }
 
   text(path: string): Promise<string | undefined> {
-    let found = this.cache.get(path)
+    let found = this.texts.get(path)
     if (found === undefined) {
       found = readFile(join(this.root, path), 'utf8').catch(() => undefined)
-      this.cache.set(path, found)
+      this.texts.set(path, found)
     }
     return found
   }
+
+  /** Kind, name and first line of each document in a file, parsed once however many objects it holds. */
+  documents(path: string): Promise<readonly DocumentEntry[]> {
+    let found = this.indexes.get(path)
+    if (found === undefined) {
+      found = this.text(path).then((text) => (text === undefined ? [] : indexDocuments(text)))
+      this.indexes.set(path, found)
+    }
+    return found
+  }
+}
+
+interface DocumentEntry {
+  readonly kind: unknown
+  readonly name: unknown
+  readonly line: number
+}
+
+function indexDocuments(text: string): DocumentEntry[] {
+  const counter = new LineCounter()
+  const out: DocumentEntry[] = []
+  for (const doc of parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })) {
+    if (!('contents' in doc) || !isMap(doc.contents)) continue
+    out.push({ kind: doc.get('kind'), name: doc.getIn(['metadata', 'name']), line: lineOf(counter, doc.contents) })
+  }
+  return out
 }
 
 const lineOf = (counter: LineCounter, node: Node | null | undefined, fallback = 1): number => (node?.range ? counter.linePos(node.range[0]).line : fallback)
 
 /** Line of the document holding `kind` named like `name` (prefixes and suffixes allowed), else 1. */
 export async function documentLine(files: TreeFiles, path: string, kind: string, name: string): Promise<number> {
-  const text = await files.text(path)
-  if (text === undefined) return 1
-  const counter = new LineCounter()
   let best: { line: number; score: number } | undefined
-  for (const doc of parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })) {
-    if (!('contents' in doc) || !isMap(doc.contents)) continue
-    const docKind = doc.get('kind')
-    const docName = doc.getIn(['metadata', 'name'])
-    if (docKind !== kind) continue
-    const score = docName === name ? 3 : typeof docName === 'string' && name.includes(docName) ? 2 : 1
-    if (best === undefined || score > best.score) best = { line: lineOf(counter, doc.contents), score }
+  for (const doc of await files.documents(path)) {
+    if (doc.kind !== kind) continue
+    const score = doc.name === name ? 3 : typeof doc.name === 'string' && name.includes(doc.name) ? 2 : 1
+    if (best === undefined || score > best.score) best = { line: doc.line, score }
+    if (score === 3) break
   }
   return best?.line ?? 1
 }

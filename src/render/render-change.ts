@@ -139,6 +139,7 @@ function appliesRepository(scan: FluxScan, identity: Identity): boolean {
 class Commit {
   private readonly artifacts = new Map<string, Promise<SourceTree>>()
   private builds = 0
+  readonly files: TreeFiles
   readonly directory: string
   readonly tree: SourceTree
   readonly paths: readonly string[]
@@ -149,6 +150,7 @@ class Commit {
     this.tree = tree
     this.paths = paths
     this.scan = scan
+    this.files = new TreeFiles(tree.root)
   }
 
   static async open(reader: Extractor, sha: string, directory: string): Promise<Commit> {
@@ -245,9 +247,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
         ctx.options.scope === 'all' ||
         (file !== undefined && ctx.changed.has(file)) ||
         [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t)))
-      const definesOthers = written.some(
-        (w) => w.value.id !== k.id && w.value.sourceRef.kind === 'GitRepository' && tree.fromRepository(w.file).some((t) => inClosure(c, t)),
-      )
+      const definesOthers = written.some((w) => w.value.id !== k.id && tree.fromRepository(w.file).some((t) => inClosure(c, t)))
       if (!touched && !definesOthers) return { k, build: undefined, reason: undefined }
       const key = `${k.id}\0${JSON.stringify(k.spec)}`
       let build = !touched && ctx.reuse ? ctx.shared.get(key) : undefined
@@ -367,7 +367,7 @@ async function renderedObjects(
   const vars = await substitutionVariables(commit, k, earlier, ctx)
   if (vars.problem) problems.push({ kustomization: k.id, path: shown, message: vars.problem })
   const unresolved = new Set<string>()
-  const files = new TreeFiles(tree.root)
+  const files = tree === commit.tree ? commit.files : new TreeFiles(tree.root)
   let firstUnresolved: Provenance | undefined
   for (const text of documents) {
     let object = parse(text)
