@@ -9,7 +9,7 @@
 import { writeFile, mkdir, rm, mkdtemp } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { createGitReader } from '../src/git.ts'
+import { createGitReader } from '../src/git/reader.ts'
 import { kustomizeAt } from '../src/kustomize/kustomize.ts'
 import { renderChange } from '../src/render/render-change.ts'
 import { kustomizeAlone, kustomizeBinary } from '../test/support/kustomize.ts'
@@ -157,6 +157,13 @@ function fleet(apps: number, perApp: number, revision: number): Record<string, s
     'kind: Kustomization',
     'metadata: {name: flux-system, namespace: flux-system}',
     `spec: {interval: 10m, path: ./${ROOT}, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}`,
+    '',
+  ].join('\n')
+  // kustomize alone needs a kustomization.yaml where Flux would generate one.
+  files[`${ROOT}/kustomization.yaml`] = [
+    'resources:',
+    '  - flux-system/gotk-sync.yaml',
+    ...Array.from({ length: apps }, (_, i) => `  - apps/app-${i}.yaml`),
     '',
   ].join('\n')
   for (let i = 0; i < apps; i++) {
