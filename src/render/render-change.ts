@@ -14,15 +14,17 @@
 //   other Kustomizations (the chain is always followed). A Kustomization listed in
 //   `kustomizations` but absent from objects, problems and notRendered was untouched by the range:
 //   its objects are the same at base and head. With `scope: 'all'` every Kustomization is rendered.
-// - Base reuses head's build of a Kustomization whose closure and spec the range did not touch.
+// - Base reuses head's build of a Kustomization whose closure and spec the range did not touch,
+//   and base's tree is head's (hard links) with the range's changes undone: cost follows the change.
 // - Never throws for repository content: a build that fails is one RenderProblem naming the Flux
 //   Kustomization, its path and kustomize's own error; the others are still rendered.
 //   Throws only for what the caller must fix (no kustomize, git failing).
 
 import { mkdtemp, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
-import { join, posix } from 'node:path'
+import { dirname, join, posix } from 'node:path'
 import { parseDocument, stringify } from 'yaml'
+import type { FileChange } from '../core/model.ts'
 import type { Provenance, RenderedObject, RenderedRepository, RenderProblem } from '../core/rendered.ts'
 import { mapLimit } from '../lib/concurrency.ts'
 import type { GitReader } from '../git/reader.ts'
@@ -31,7 +33,7 @@ import { closureOf, inClosure, kustomizationFileIn, type Closure } from './closu
 import { fluxKustomizationText, generatedResources, outputDocuments, withCommonMetadata } from './flux-layer.ts'
 import { FLUX_NAMESPACE, fluxKustomization, isRecord, repositoryKey, type ArtifactSpec, type FluxKustomization } from './flux-objects.ts'
 import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, TreeFiles } from './provenance.ts'
-import { objectsIn, scanFluxObjects, type FluxScan } from './scan.ts'
+import { objectsIn, scanFluxObjects, type FluxScan, type Written } from './scan.ts'
 import { artifactTree, linkInto, listFiles, repositoryTree, type SourceTree } from './source-tree.ts'
 import { substitute, VARIABLE_NAME } from './substitute.ts'
 
@@ -42,7 +44,7 @@ export interface RenderChangeOptions {
   /** Commit before the change; undefined renders head alone (base is then empty). */
   readonly base: string | undefined
   readonly head: string
-  /** Repository paths the range changed (added, modified, deleted, both sides of renames). */
+  /** Repository paths the range changed; the reader's own diff of base..head is added to them. */
   readonly changedFiles: readonly string[]
   /** This repository's URL (any git spelling); GitRepositories with this URL are "this repository". */
   readonly repositoryUrl: string | undefined
@@ -66,16 +68,17 @@ export interface RenderedChange {
   readonly head: RenderedRepository
 }
 
-type Extractor = Pick<GitReader, 'extract'>
+type Extractor = Pick<GitReader, 'extract' | 'changedFiles'>
 
 const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], kustomizations: [] }
 
 export async function renderChange(reader: Extractor, options: RenderChangeOptions): Promise<RenderedChange | undefined> {
   const work = await mkdtemp(join(tmpdir(), 'hrt-render-'))
   try {
-    const changed = new Set(options.changedFiles)
     const head = await Commit.open(reader, options.head, join(work, 'head'))
-    const base = options.base === undefined ? undefined : await Commit.open(reader, options.base, join(work, 'base'))
+    const changes = options.base === undefined ? [] : await reader.changedFiles(options.base, options.head, () => true)
+    const changed = new Set([...options.changedFiles, ...changes.map((c) => c.path)])
+    const base = options.base === undefined ? undefined : await Commit.derive(head, changes, join(work, 'base'))
     const identity = repositoryIdentity(options, head.scan, base?.scan)
     if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
     const shared = new Map<string, Promise<Build>>()
@@ -173,6 +176,38 @@ class Commit {
       this.artifacts.set(id, tree)
     }
     return tree
+  }
+
+  /**
+   * The base commit as head's tree with the range's changes undone: hard links for every file the
+   * range left alone, the base content for the others. Cost follows the change, not the repository.
+   */
+  static async derive(head: Commit, changes: readonly FileChange[], directory: string): Promise<Commit> {
+    const root = join(directory, 'tree')
+    await mkdir(root, { recursive: true })
+    await linkInto(head.tree.root, root, [''], [])
+    const touched = new Set<string>()
+    for (const change of changes) {
+      touched.add(change.path)
+      const path = join(root, change.path)
+      await rm(path, { force: true })
+      // Symbolic links are not restored: a build must not follow them out of the tree.
+      if (change.before?.type !== 'file') continue
+      await mkdir(dirname(path), { recursive: true })
+      await writeFile(path, change.before.bytes)
+    }
+    const paths = await listFiles(root)
+    const rescanned = await scanFluxObjects(
+      root,
+      paths.filter((p) => touched.has(p)),
+    )
+    const kept = <T>(list: readonly Written<T>[], fresh: readonly Written<T>[]): Written<T>[] => [...list.filter((w) => !touched.has(w.file)), ...fresh]
+    const scan: FluxScan = {
+      kustomizations: kept(head.scan.kustomizations, rescanned.kustomizations),
+      gitRepositories: kept(head.scan.gitRepositories, rescanned.gitRepositories),
+      generators: kept(head.scan.generators, rescanned.generators),
+    }
+    return new Commit(directory, repositoryTree(root), paths, scan)
   }
 
   newWorkDirectory(): string {
