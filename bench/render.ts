@@ -131,7 +131,7 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
         target('render-full-ratio', 'full re-render vs kustomize alone', fig(full.wall / aloneFull.wall, '×'), fig(1.5, '×'), 'below'),
       ],
       notes: [
-        `Ours extracts each commit with git archive, scans it for Flux objects, builds with kustomize ${concurrency} at a time, and maps every object to file:line; kustomize alone builds a checked-out tree.`,
+        `Ours extracts head with git archive, derives base from it by hard links, scans for Flux objects, builds with kustomize ${concurrency} at a time, and maps every object to file:line; kustomize alone builds a checked-out tree.`,
         'The one-app commit builds the root at head (it defines the Kustomizations) and the edited app at head and base; base reuses the root build.',
       ],
     }
