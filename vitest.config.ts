@@ -23,6 +23,15 @@ export default defineConfig({
         },
       },
       {
+        // Rendering against the real kustomize (built once from its Go module); no cluster.
+        test: {
+          name: 'render',
+          include: ['__tests__/render/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 900_000,
+        },
+      },
+      {
         test: {
           name: 'cluster',
           include: ['__tests__/integration/**/*.test.ts', '__tests__/e2e/**/*.test.ts'],

@@ -19,6 +19,7 @@ import { fanoutScenario, type FanoutRow } from './fanout.ts'
 import { helmScenario, type HelmRow } from './helm.ts'
 import { fig, formatTable, now, round, yes, type Figure, type ScenarioResult, type Target } from './lib.ts'
 import { planScenario, type PlanRow } from './plan.ts'
+import { renderScenario, type RenderRow } from './render.ts'
 import { startScenario, type StartRow } from './start.ts'
 import { watchScenario, type WatchRow } from './watch.ts'
 
@@ -34,6 +35,7 @@ interface ScenarioRows {
   watch: WatchRow
   discover: DiscoverRow
   start: StartRow
+  render: RenderRow
 }
 type ScenarioName = keyof ScenarioRows
 
@@ -58,16 +60,18 @@ interface Profile {
   }
   readonly discover: { readonly sizes: readonly number[] }
   readonly start: { readonly samples: number }
+  readonly render: { readonly apps: number; readonly manifestsPerApp: number; readonly reps: number }
 }
 
 const FULL: Profile = {
-  scenarios: ['plan', 'fanout', 'helm', 'watch', 'discover', 'start'],
+  scenarios: ['plan', 'fanout', 'helm', 'watch', 'discover', 'start', 'render'],
   plan: { sizes: [100, 1_000, 5_000, 10_000], reps: 3, breakdown: true },
   fanout: { sizes: [10, 100, 1_000, 5_000], concurrencies: [10, 50], reps: 3, kubectlSizes: [10, 100] },
   helm: { changes: 15 },
   watch: { rates: [1, 10, 100], seconds: 10, maxChanges: 1_000, sources: [1_000, 10_000], unlabelled: 10_000, memoryRuns: 2 },
   discover: { sizes: [1_000, 10_000] },
   start: { samples: 10 },
+  render: { apps: 50, manifestsPerApp: 20, reps: 3 },
 }
 
 // Fan-out stops at 100 releases here, and watch and discover run only when asked for (--only),
@@ -80,6 +84,7 @@ const QUICK: Profile = {
   watch: { rates: [1, 10, 100], seconds: 3, maxChanges: 300, sources: [1_000], unlabelled: 10_000, memoryRuns: 1 },
   discover: { sizes: [1_000] },
   start: { samples: 3 },
+  render: { apps: 50, manifestsPerApp: 20, reps: 1 },
 }
 
 type Log = (line: string) => void
@@ -92,8 +97,9 @@ const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) =>
   watch: (profile, log) => watchScenario({ ...profile.watch, log }),
   discover: (profile, log) => discoverScenario({ ...profile.discover, log }),
   start: (profile, log) => startScenario({ ...profile.start, log }),
+  render: (profile, log) => renderScenario({ ...profile.render, log }),
 }
-const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'watch', 'discover', 'start']
+const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'watch', 'discover', 'start', 'render']
 
 interface Args {
   readonly quick: boolean

@@ -29,4 +29,4 @@ for version in $(node -p "require('./test/support/node-versions.json').join(' ')
   fi
 done
 
-test/cluster/build.sh kube source-controller helm-controller kustomize-controller sops
+test/cluster/build.sh kube source-controller helm-controller kustomize-controller kustomize sops

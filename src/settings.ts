@@ -84,6 +84,12 @@ export interface Settings {
   readonly namespaces: readonly string[]
   /** discover: lint the repository's manifests at head alone, no cluster (a pull-request check). */
   readonly fromGit: boolean
+  /** Path Flux syncs for this cluster (`clusters/production`): Flux Kustomizations are followed from there; undefined: every one found. */
+  readonly clusterRoot: string | undefined
+  /** `<namespace>/<name>` of the GitRepository that fetches this repository, when its URL does not say. */
+  readonly gitRepository: string | undefined
+  /** kustomize executable for rendering Flux Kustomizations; undefined: `kustomize`, else `kubectl kustomize`, from PATH. */
+  readonly kustomizePath: string | undefined
   /** recover: a Ready=False message matching any of these is transient (one pattern per line, case-insensitive, multiline). */
   readonly recoverPatterns: readonly RegExp[]
   /** recover: attempts per release until it is Ready again. */
@@ -172,6 +178,9 @@ export function parseSettings(read: InputReader): Settings {
     semanticDigest: bool(read, 'semantic-digest', true),
     namespaces: namespaces(read),
     fromGit: bool(read, 'from-git', false),
+    clusterRoot: clusterRoot(read),
+    gitRepository: gitRepository(read),
+    kustomizePath: optional(read, 'kustomize-path'),
     recoverPatterns: patterns(read),
     recoverMaxAttempts: integer(read, 'recover-max-attempts', 3, { min: 1, max: 100 }),
     recoverBackoffMs: duration(read, 'recover-backoff', '5m'),
@@ -319,6 +328,28 @@ function optionalSingleLine(read: InputReader, name: string, max: number): strin
   if (/[\r\n]/.test(v) || v.length > max)
     throw new ConfigurationError(`Input '${name}' must be one line of at most ${max} characters; got ${v.length} characters.`)
   return v
+}
+
+/** A repository-relative directory: `clusters/production`, `./clusters/production/`. */
+function clusterRoot(read: InputReader): string | undefined {
+  const v = read('cluster-root').trim()
+  if (v === '') return undefined
+  const path = v.replace(/\\/g, '/').replace(/^\.\//, '').replace(/\/+$/, '')
+  if (path.startsWith('/') || path.split('/').includes('..')) {
+    throw new ConfigurationError(`Input 'cluster-root' must be a directory inside the repository, such as clusters/production; got '${v}'.`)
+  }
+  return path === '.' ? '' : path
+}
+
+/** `<namespace>/<name>`, or a name in flux-system. */
+function gitRepository(read: InputReader): string | undefined {
+  const v = read('git-repository').trim()
+  if (v === '') return undefined
+  const [namespace, name, extra] = v.includes('/') ? v.split('/') : ['flux-system', v]
+  if (extra !== undefined || !namespace || !name || !isDnsLabel(namespace) || !isDnsSubdomain(name)) {
+    throw new ConfigurationError(`Input 'git-repository' must be <namespace>/<name> of a Flux GitRepository, such as flux-system/flux-system; got '${v}'.`)
+  }
+  return `${namespace}/${name}`
 }
 
 function optional(read: InputReader, name: string): string | undefined {

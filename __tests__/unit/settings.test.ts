@@ -50,6 +50,9 @@ describe('parseSettings defaults', () => {
       semanticDigest: true,
       namespaces: [],
       fromGit: false,
+      clusterRoot: undefined,
+      gitRepository: undefined,
+      kustomizePath: undefined,
       recoverPatterns: DEFAULT_RECOVER_PATTERNS.map((p) => new RegExp(p, 'im')),
       recoverMaxAttempts: 3,
       recoverBackoffMs: 300_000,
@@ -93,6 +96,7 @@ describe('parseSettings defaults', () => {
         'annotation-prefix',
         'apply',
         'base',
+        'cluster-root',
         'context',
         'debounce',
         'default-namespace',
@@ -101,12 +105,14 @@ describe('parseSettings defaults', () => {
         'drift-ignore',
         'dry-run',
         'fail-on',
+        'git-repository',
         'force',
         'from-git',
         'full-sync',
         'head',
         'kubeconfig',
         'kubeconfig-encoding',
+        'kustomize-path',
         'leader-election',
         'leader-election-name',
         'leader-election-namespace',
@@ -410,5 +416,29 @@ describe('formatDuration', () => {
 
   it.each(['1m30s', '5m', '2m5s', '45s', '250ms'])('round-trips %j through parseDuration', (text) => {
     expect(formatDuration(parseDuration(text) ?? Number.NaN)).toBe(text)
+  })
+})
+
+describe('rendering inputs', () => {
+  it('reads cluster-root as a repository directory, ./ and trailing slashes dropped', () => {
+    expect(settingsOf({ 'cluster-root': './clusters/production/' }).clusterRoot).toBe('clusters/production')
+    expect(settingsOf({ 'cluster-root': '.' }).clusterRoot).toBe('')
+  })
+
+  it('refuses a cluster-root that leaves the repository, saying what is expected', () => {
+    expect(configurationError({ 'cluster-root': '../other' }).message).toBe(
+      "Input 'cluster-root' must be a directory inside the repository, such as clusters/production; got '../other'.",
+    )
+    expect(configurationError({ 'cluster-root': '/etc' }).message).toContain("got '/etc'")
+  })
+
+  it('reads git-repository as <namespace>/<name>, a bare name in flux-system', () => {
+    expect(settingsOf({ 'git-repository': 'infra/fleet' }).gitRepository).toBe('infra/fleet')
+    expect(settingsOf({ 'git-repository': 'fleet' }).gitRepository).toBe('flux-system/fleet')
+    expect(configurationError({ 'git-repository': 'a/b/c' }).message).toContain('<namespace>/<name> of a Flux GitRepository')
+  })
+
+  it('passes kustomize-path through as written', () => {
+    expect(settingsOf({ 'kustomize-path': '/opt/bin/kustomize' }).kustomizePath).toBe('/opt/bin/kustomize')
   })
 })

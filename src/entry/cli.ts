@@ -44,6 +44,9 @@ const BOOLEAN_INPUTS = new Set([
   'flux-attribution',
 ])
 const VALUE_INPUTS = new Set([
+  'cluster-root',
+  'git-repository',
+  'kustomize-path',
   'kubeconfig-encoding',
   'context',
   'base',
@@ -105,6 +108,9 @@ Flags (the action's inputs):
   --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
   --full-sync                  every labelled source at head instead of a diff
   --paths GLOB                 manifest files to read, repeatable (default **/*.yaml and **/*.yml)
+  --cluster-root DIR           Flux's path for this cluster (clusters/production): render from there
+  --git-repository NS/NAME     the Flux GitRepository that fetches this repository
+  --kustomize-path FILE        kustomize to render with (default kustomize, else kubectl kustomize)
   --kubeconfig FILE            kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)
   --context NAME               kubeconfig context
   --annotation-prefix P        default nebius.ai

@@ -2,7 +2,8 @@
 // Read-only: never touches the index, the work tree or the refs.
 
 import { spawn } from 'node:child_process'
-import { stat } from 'node:fs/promises'
+import { lstat, readlink, realpath, stat, unlink } from 'node:fs/promises'
+import { dirname, join, resolve, sep } from 'node:path'
 import { ConfigurationError, GitError, messageOf } from '../lib/errors.ts'
 import type { FileChange, FileContent, HeadFile } from '../core/model.ts'
 
@@ -23,6 +24,12 @@ export interface GitReader {
   headFiles(head: string, filter: PathFilter): Promise<HeadFile[]>
   /** One file at `sha`; undefined when there is no such path (or it is a directory). */
   show(sha: string, path: string): Promise<FileContent | undefined>
+  /**
+   * Writes the tree of commit `sha` into `directory` (which must exist), the way a source
+   * artifact holds it. Symbolic links that leave the tree are dropped, so a build that
+   * follows them can read nothing outside the repository.
+   */
+  extract(sha: string, directory: string): Promise<void>
 }
 
 export interface GitReaderOptions {
@@ -56,6 +63,7 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
     changedFiles: (base, head, filter) => changedFiles(run, base, head, filter),
     headFiles: (head, filter) => headFiles(run, head, filter),
     show: (sha, path) => show(run, sha, path),
+    extract: (sha, directory) => extract(run, sha, directory),
   }
 }
 
@@ -338,6 +346,41 @@ function createSlabAllocator(): (size: number) => Uint8Array {
 }
 
 // ---- running git -----------------------------------------------------------------------------
+
+async function extract(run: Run, sha: string, directory: string): Promise<void> {
+  const tar = spawn('tar', ['-x', '-f', '-', '-C', directory], { stdio: ['pipe', 'ignore', 'pipe'] })
+  const tarDone = new Promise<void>((resolveTar, rejectTar) => {
+    const stderr: Buffer[] = []
+    tar.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+    tar.on('error', (error) => rejectTar(new GitError({ command: 'tar -x', detail: messageOf(error) }, { cause: error })))
+    tar.on('close', (code) =>
+      code === 0 ? resolveTar() : rejectTar(new GitError({ command: 'tar -x', detail: firstLine(Buffer.concat(stderr).toString('utf8')) ?? `exit ${code}` })),
+    )
+  })
+  tar.stdin.on('error', () => {})
+  try {
+    await run(['archive', '--format=tar', sha], { onStdout: (chunk) => void tar.stdin.write(chunk) })
+  } finally {
+    tar.stdin.end()
+  }
+  await tarDone
+  await dropEscapingLinks(run, sha, directory)
+}
+
+/** Removes symbolic links whose target resolves outside `directory`. */
+async function dropEscapingLinks(run: Run, sha: string, directory: string): Promise<void> {
+  const { stdout } = await run(['ls-tree', '-r', '-z', sha])
+  const root = await realpath(directory)
+  for (const entry of stdout.toString('utf8').split('\0')) {
+    if (!entry.startsWith('120000 ')) continue
+    const path = join(directory, entry.slice(entry.indexOf('\t') + 1))
+    const link = await lstat(path).catch(() => undefined)
+    if (!link?.isSymbolicLink()) continue
+    const target = resolve(dirname(path), await readlink(path))
+    const real = await realpath(target).catch(() => target)
+    if (real !== root && !real.startsWith(root + sep)) await unlink(path)
+  }
+}
 
 interface RunOptions {
   /** Written to stdin, which is then closed. */

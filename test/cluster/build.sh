@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries (kube-apiserver, etcd, source-controller,
-# helm-controller, kustomize-controller) and the test tools sops and age-keygen from
+# helm-controller, kustomize-controller), kustomize and the test tools sops and age-keygen from
 # their Go modules and caches them outside the clone, keyed by a hash of the wrapper
 # module that pins them. A cached build is reused as is.
 #
 # Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
 # with it), cached the same way.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|sops|actionlint ...]
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|kustomize|sops|actionlint ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -99,6 +99,11 @@ for t in "${targets[@]}"; do
       al_version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/rhysd/actionlint" { print $2; exit }' "$here/actionlint/go.mod")
       build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint "-X github.com/rhysd/actionlint.version=$al_version" "$al_version"
       ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, sops or actionlint)" >&2; exit 2 ;;
+    kustomize)
+      # `kustomize version` reads the stamp; the module version is the pin in go.mod.
+      kv=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "sigs.k8s.io/kustomize/kustomize/v5" { print $2; exit }' "$here/kustomize/go.mod")
+      build kustomize kustomize sigs.k8s.io/kustomize/kustomize/v5 "-X sigs.k8s.io/kustomize/api/provenance.version=$kv"
+      ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, kustomize, sops or actionlint)" >&2; exit 2 ;;
   esac
 done

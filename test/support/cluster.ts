@@ -36,17 +36,18 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 const CLUSTER_SRC = join(REPO_ROOT, 'test', 'cluster')
 const BUILD_SCRIPT = join(CLUSTER_SRC, 'build.sh')
 
-export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'sops'
+export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'kustomize' | 'sops'
 /** The cluster's processes. */
 export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize-controller'
-/** Everything build.sh builds: the processes and the tools tests run (sops, age-keygen). */
-export type BuiltBinary = BinaryName | 'sops' | 'age-keygen'
+/** Everything build.sh builds: the processes and the tools tests run (kustomize, sops, age-keygen). */
+export type BuiltBinary = BinaryName | 'kustomize' | 'sops' | 'age-keygen'
 const BUILT_BINARIES = [
   'etcd',
   'kube-apiserver',
   'source-controller',
   'helm-controller',
   'kustomize-controller',
+  'kustomize',
   'sops',
   'age-keygen',
 ] as const satisfies readonly BuiltBinary[]

@@ -2,6 +2,8 @@
 // They keep just enough state to behave like the real thing: resourceVersions that move,
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import type { GitReader } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
@@ -39,6 +41,13 @@ export class FakeGit implements GitReader {
       if (a === undefined) return [{ path, status: 'deleted', before: content(b) }]
       return [{ path, status: 'modified', before: content(b), after: content(a) }]
     })
+  }
+
+  async extract(sha: string, directory: string): Promise<void> {
+    for (const [path, text] of this.files(sha)) {
+      await mkdir(dirname(join(directory, path)), { recursive: true })
+      await writeFile(join(directory, path), text)
+    }
   }
 
   async headFiles(head: string, filter: (p: string) => boolean): Promise<HeadFile[]> {

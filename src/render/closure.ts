@@ -1,0 +1,137 @@
+// What a kustomize build at a directory can read: its input closure. Used to decide whether
+// a commit can have changed a Flux Kustomization's output (so only those are built), to copy
+// just those files into a build's own work tree, and to spot remote bases before kustomize
+// would fetch them. Over-approximates on purpose: every kustomization directory counts whole.
+
+import { readFile, stat } from 'node:fs/promises'
+import { join, posix } from 'node:path'
+import { parseDocument } from 'yaml'
+import { isRecord } from './flux-objects.ts'
+
+export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const
+
+export interface Closure {
+  /** Repository-relative directories read recursively ('' is the root). */
+  readonly directories: ReadonlySet<string>
+  /** Repository-relative files read outside those directories. */
+  readonly files: ReadonlySet<string>
+  /** Remote bases and resources (URLs), in order met. */
+  readonly remote: readonly string[]
+  /** Kustomization files met, bases before the overlays that use them. */
+  readonly kustomizations: readonly string[]
+  /** Kustomization file → the kustomization files that include it (as resource, base or component). */
+  readonly includedBy: ReadonlyMap<string, ReadonlySet<string>>
+}
+
+/** Does `path` (repository-relative) fall inside the closure? */
+export function inClosure(closure: Closure, path: string): boolean {
+  if (closure.files.has(path)) return true
+  for (const dir of closure.directories) if (dir === '' || path === dir || path.startsWith(`${dir}/`)) return true
+  return false
+}
+
+/** A kustomization file of the directory at `root/dir`, or undefined. */
+export async function kustomizationFileIn(root: string, dir: string): Promise<string | undefined> {
+  for (const name of KUSTOMIZATION_FILES) {
+    const path = posix.join(dir, name)
+    if (await isFile(join(root, path))) return path
+  }
+  return undefined
+}
+
+/** The closure of a build at `start` (relative to `root`), plus extra component directories. */
+export async function closureOf(root: string, start: string, components: readonly string[] = []): Promise<Closure> {
+  const directories = new Set<string>()
+  const files = new Set<string>()
+  const remote: string[] = []
+  const kustomizations: string[] = []
+  const includedBy = new Map<string, Set<string>>()
+  const visiting = new Map<string, string | undefined>()
+
+  const visitDirectory = async (dir: string, parent: string | undefined): Promise<void> => {
+    const known = visiting.has(dir)
+    const file = known ? visiting.get(dir) : await kustomizationFileIn(root, dir)
+    if (file !== undefined && parent !== undefined) includedBy.set(file, (includedBy.get(file) ?? new Set()).add(parent))
+    if (known) return
+    visiting.set(dir, file)
+    directories.add(dir)
+    // No kustomization file: Flux generates one listing the directory's YAML, nested
+    // kustomization directories included; the whole directory is already in the closure.
+    if (file === undefined) return
+    let parsed: unknown
+    try {
+      parsed = parseDocument(await readFile(join(root, file), 'utf8')).toJS()
+    } catch {
+      parsed = undefined
+    }
+    if (isRecord(parsed)) for (const ref of references(parsed)) await visitReference(dir, ref, file)
+    kustomizations.push(file)
+  }
+
+  const visitReference = async (dir: string, ref: Reference, from: string | undefined): Promise<void> => {
+    if (ref.maybeDirectory && isRemote(ref.path)) {
+      remote.push(ref.path)
+      return
+    }
+    const target = posix.normalize(posix.join(dir, ref.path))
+    if (target.startsWith('../') || target === '..') return // outside the source: kustomize refuses it
+    const path = target === '.' ? '' : target
+    if (ref.maybeDirectory && (await isDirectory(join(root, path)))) await visitDirectory(path, from)
+    else files.add(path)
+  }
+
+  await visitDirectory(start, undefined)
+  const top = visiting.get(start)
+  for (const component of components) await visitReference(start, { path: component, maybeDirectory: true }, top)
+  return { directories, files, remote, kustomizations, includedBy }
+}
+
+interface Reference {
+  readonly path: string
+  readonly maybeDirectory: boolean
+}
+
+/** Every local path a kustomization file names. */
+function references(k: Record<string, unknown>): Reference[] {
+  const out: Reference[] = []
+  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [])
+  const pathLike = (value: string): boolean => value !== '' && !value.includes('\n') && !/^\s*[\w.-]+\s*:/.test(value)
+  for (const field of ['resources', 'bases', 'components']) for (const path of strings(k[field])) out.push({ path, maybeDirectory: true })
+  for (const field of ['crds', 'configurations', 'transformers', 'generators', 'validators', 'patchesStrategicMerge'])
+    for (const path of strings(k[field]).filter(pathLike)) out.push({ path, maybeDirectory: true })
+  for (const field of ['patches', 'patchesJson6902', 'replacements']) {
+    for (const entry of Array.isArray(k[field]) ? k[field] : []) {
+      if (isRecord(entry) && typeof entry.path === 'string') out.push({ path: entry.path, maybeDirectory: false })
+    }
+  }
+  for (const field of ['configMapGenerator', 'secretGenerator']) {
+    for (const entry of Array.isArray(k[field]) ? k[field] : []) {
+      if (!isRecord(entry)) continue
+      for (const file of strings(entry.files)) out.push({ path: file.includes('=') ? file.slice(file.indexOf('=') + 1) : file, maybeDirectory: false })
+      for (const env of [...strings(entry.envs), ...(typeof entry.env === 'string' ? [entry.env] : [])]) out.push({ path: env, maybeDirectory: false })
+    }
+  }
+  if (isRecord(k.openapi) && typeof k.openapi.path === 'string') out.push({ path: k.openapi.path, maybeDirectory: false })
+  return out
+}
+
+/** kustomize fetches these: git and HTTP URLs, and `host.tld/org/repo` shorthands. */
+export function isRemote(path: string): boolean {
+  return (
+    /^[a-z][a-z0-9+.-]*:\/\//i.test(path) || /^git@/.test(path) || /\?ref=|\?version=/.test(path) || /^(github\.com|gitlab\.com|bitbucket\.org)\//.test(path)
+  )
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isFile(),
+    () => false,
+  )
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  )
+}

@@ -1,0 +1,210 @@
+// From a rendered object back to what the user edits. kustomize says where each object came
+// from (`config.kubernetes.io/origin`, asked for with `buildMetadata: [originAnnotations]`):
+// a file for a resource, a kustomization file for a generated ConfigMap/Secret. We add the
+// line: the document's first line in the file; for a generator, its entry in kustomization.yaml
+// and, per data key, the file or literal or env line the value comes from.
+
+import { readFile } from 'node:fs/promises'
+import { join, posix } from 'node:path'
+import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Node } from 'yaml'
+import type { Provenance } from '../core/rendered.ts'
+import type { Closure } from './closure.ts'
+import { isRecord } from './flux-objects.ts'
+
+export const ORIGIN_ANNOTATION = 'config.kubernetes.io/origin'
+
+export type Origin =
+  { readonly kind: 'file'; readonly path: string } | { readonly kind: 'generator'; readonly configuredIn: string; readonly generator: string }
+
+/** The origin annotation's value, paths relative to the build directory. */
+export function parseOrigin(value: string | undefined): Origin | undefined {
+  if (value === undefined) return undefined
+  let parsed: unknown
+  try {
+    parsed = parseDocument(value).toJS()
+  } catch {
+    return undefined
+  }
+  if (!isRecord(parsed)) return undefined
+  if (typeof parsed.path === 'string' && parsed.repo === undefined) return { kind: 'file', path: parsed.path }
+  if (typeof parsed.configuredIn === 'string' && isRecord(parsed.configuredBy) && typeof parsed.configuredBy.kind === 'string') {
+    return { kind: 'generator', configuredIn: parsed.configuredIn, generator: parsed.configuredBy.kind }
+  }
+  return undefined
+}
+
+/** Reads files of one tree (a commit's, or an artifact's), each read and indexed once. */
+export class TreeFiles {
+  private readonly texts = new Map<string, Promise<string | undefined>>()
+  private readonly indexes = new Map<string, Promise<readonly DocumentEntry[]>>()
+  private readonly root: string
+  constructor(root: string) {
+    this.root = root
+  }
+
+  text(path: string): Promise<string | undefined> {
+    let found = this.texts.get(path)
+    if (found === undefined) {
+      found = readFile(join(this.root, path), 'utf8').catch(() => undefined)
+      this.texts.set(path, found)
+    }
+    return found
+  }
+
+  /** Kind, name and first line of each document in a file, parsed once however many objects it holds. */
+  documents(path: string): Promise<readonly DocumentEntry[]> {
+    let found = this.indexes.get(path)
+    if (found === undefined) {
+      found = this.text(path).then((text) => (text === undefined ? [] : indexDocuments(text)))
+      this.indexes.set(path, found)
+    }
+    return found
+  }
+}
+
+interface DocumentEntry {
+  readonly kind: unknown
+  readonly name: unknown
+  readonly line: number
+}
+
+function indexDocuments(text: string): DocumentEntry[] {
+  const counter = new LineCounter()
+  const out: DocumentEntry[] = []
+  for (const doc of parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })) {
+    if (!('contents' in doc) || !isMap(doc.contents)) continue
+    out.push({ kind: doc.get('kind'), name: doc.getIn(['metadata', 'name']), line: lineOf(counter, doc.contents) })
+  }
+  return out
+}
+
+const lineOf = (counter: LineCounter, node: Node | null | undefined, fallback = 1): number => (node?.range ? counter.linePos(node.range[0]).line : fallback)
+
+/** Line of the document holding `kind` named like `name` (prefixes and suffixes allowed), else 1. */
+export async function documentLine(files: TreeFiles, path: string, kind: string, name: string): Promise<number> {
+  let best: { line: number; score: number } | undefined
+  for (const doc of await files.documents(path)) {
+    if (doc.kind !== kind) continue
+    const score = doc.name === name ? 3 : typeof doc.name === 'string' && name.includes(doc.name) ? 2 : 1
+    if (best === undefined || score > best.score) best = { line: doc.line, score }
+    if (score === 3) break
+  }
+  return best?.line ?? 1
+}
+
+interface GeneratorEntry {
+  readonly file: string
+  readonly line: number
+  readonly behavior: string
+  readonly keys: ReadonlyMap<string, Provenance>
+}
+
+/**
+ * Where a generated ConfigMap/Secret was declared and where each of its keys comes from,
+ * following `behavior: merge|replace` through the overlays that include the declaring file.
+ */
+export async function generatorProvenance(
+  files: TreeFiles,
+  closure: Closure,
+  configuredIn: string,
+  kind: 'ConfigMap' | 'Secret',
+  renderedName: string,
+): Promise<{ origin: Provenance; keys: Record<string, Provenance> } | undefined> {
+  const field = kind === 'ConfigMap' ? 'configMapGenerator' : 'secretGenerator'
+  const related = relatedKustomizations(closure, configuredIn)
+  const entries: GeneratorEntry[] = []
+  let name: string | undefined
+  // The declaring entry first: its name is the one the others merge into.
+  for (const file of [configuredIn, ...related.filter((f) => f !== configuredIn)]) {
+    for (const entry of await generatorEntries(files, file, field)) {
+      if (name === undefined ? renderedName.includes(entry.name) : entry.name === name) {
+        if (name === undefined || entry.name.length > name.length) name = entry.name
+      }
+    }
+  }
+  if (name === undefined) return undefined
+  for (const file of related) for (const entry of await generatorEntries(files, file, field)) if (entry.name === name) entries.push(entry)
+  const keys = new Map<string, Provenance>()
+  for (const entry of entries) {
+    if (entry.behavior !== 'merge') keys.clear()
+    for (const [key, where] of entry.keys) keys.set(key, where)
+  }
+  const declared = entries.find((e) => e.file === configuredIn) ?? entries.at(-1)
+  if (declared === undefined) return undefined
+  return { origin: { file: declared.file, line: declared.line }, keys: Object.fromEntries(keys) }
+}
+
+/** The kustomization files that include `file` or that it includes, bases first. */
+function relatedKustomizations(closure: Closure, file: string): string[] {
+  const related = new Set<string>([file])
+  const up = (f: string): void => {
+    for (const parent of closure.includedBy.get(f) ?? []) {
+      if (related.has(parent)) continue
+      related.add(parent)
+      up(parent)
+    }
+  }
+  const down = (f: string): void => {
+    for (const [child, parents] of closure.includedBy) {
+      if (!parents.has(f) || related.has(child)) continue
+      related.add(child)
+      down(child)
+    }
+  }
+  up(file)
+  down(file)
+  return closure.kustomizations.filter((k) => related.has(k))
+}
+
+async function generatorEntries(files: TreeFiles, file: string, field: string): Promise<(GeneratorEntry & { name: string })[]> {
+  const text = await files.text(file)
+  if (text === undefined) return []
+  const counter = new LineCounter()
+  const doc = parseDocument(text, { lineCounter: counter, uniqueKeys: false })
+  const list = doc.get(field, true)
+  if (!isSeq(list)) return []
+  const dir = posix.dirname(file) === '.' ? '' : posix.dirname(file)
+  const out: (GeneratorEntry & { name: string })[] = []
+  for (const item of list.items) {
+    if (!isMap(item)) continue
+    const nameNode = item.get('name', true)
+    const name = isScalar(nameNode) ? String(nameNode.value) : undefined
+    if (name === undefined) continue
+    const behavior = String(item.get('behavior') ?? 'create')
+    const keys = new Map<string, Provenance>()
+    const seq = (key: string): Node[] => {
+      const node = item.get(key, true)
+      return isSeq(node) ? (node.items as Node[]) : []
+    }
+    for (const node of seq('files')) {
+      if (!isScalar(node)) continue
+      const spec = String(node.value)
+      const eq = spec.indexOf('=')
+      const path = eq < 0 ? spec : spec.slice(eq + 1)
+      const key = eq < 0 ? posix.basename(path) : spec.slice(0, eq)
+      keys.set(key, { file: posix.join(dir, path), line: 1 })
+    }
+    for (const node of seq('literals')) {
+      if (!isScalar(node)) continue
+      const spec = String(node.value)
+      const eq = spec.indexOf('=')
+      if (eq > 0) keys.set(spec.slice(0, eq), { file, line: lineOf(counter, node) })
+    }
+    const envNode = item.get('env', true)
+    const envs = [...seq('envs'), ...(isScalar(envNode) ? [envNode] : [])]
+    for (const node of envs) {
+      if (!isScalar(node)) continue
+      const envFile = posix.join(dir, String(node.value))
+      const envText = await files.text(envFile)
+      if (envText === undefined) continue
+      envText.split(/\r?\n/).forEach((line, index) => {
+        const trimmed = line.replace(/^\uFEFF/, '').trim()
+        if (trimmed === '' || trimmed.startsWith('#')) return
+        const key = trimmed.split('=')[0]?.trim()
+        if (key) keys.set(key, { file: envFile, line: index + 1 })
+      })
+    }
+    out.push({ name, file, line: lineOf(counter, item), behavior, keys })
+  }
+  return out
+}
