@@ -13,6 +13,7 @@ export default defineConfig({
           include: ['__tests__/unit/**/*.test.ts'],
           // A bound for a hang, not a speed check: CI shares 2 cores with the cluster tests.
           testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {
@@ -20,6 +21,8 @@ export default defineConfig({
           name: 'local',
           include: ['__tests__/local/**/*.test.ts'],
           testTimeout: 120_000,
+          // Hooks start servers (the GitHub API loads GitHub's whole REST description).
+          hookTimeout: 120_000,
         },
       },
       {
