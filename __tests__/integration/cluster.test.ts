@@ -92,8 +92,14 @@ describe('local cluster', () => {
       timeoutMs: 90_000,
       message: `${chart} 1.1.0 to be deployed`,
     })
-    const release = await cluster.waitForHelmReleaseReady(namespace, 'echo')
-    expect(release.status?.history?.[0]).toMatchObject({ status: 'deployed', chartVersion: '1.1.0' })
+    // The chart's ConfigMap changes before helm-controller records the revision: wait for the record.
+    await cluster.waitFor(
+      async () => {
+        const latest = (await cluster.waitForHelmReleaseReady(namespace, 'echo')).status?.history?.[0]
+        return latest?.status === 'deployed' && latest.chartVersion === '1.1.0'
+      },
+      { timeoutMs: 90_000, message: `${chart} 1.1.0 recorded as deployed in the release history` },
+    )
   })
 
   it('fails the release when a value makes the chart fail to render', async () => {
