@@ -398,7 +398,7 @@ function targetNamespaceOf(value: unknown, context: DocContext, subject: string)
 }
 
 /** SOPS leaves a top-level `sops` block and `ENC[…]` values. */
-function isEncrypted(object: JsonRecord): boolean {
+export function isEncrypted(object: JsonRecord): boolean {
   if (object.sops !== undefined) return true
   return [object.data, object.stringData, object.binaryData].some((field) => isRecord(field) && Object.values(field).some((value) => startsWith(value, 'ENC[')))
 }
