@@ -1,6 +1,6 @@
 // One typed result per release: the summary, the outputs, the logs and the Events all read it.
 
-import type { Digest, FileProblem, Plan, ReleaseRef, SourceId } from '../core/model.ts'
+import type { Digest, FileProblem, Origin, Plan, ReleaseRef, SourceId } from '../core/model.ts'
 import type { Range } from '../git/range.ts'
 
 export const Status = {
@@ -69,7 +69,10 @@ export function controllerReason(text: string): ControllerReason {
 }
 
 export interface ReleaseResult extends ReleaseRef {
-  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest }[]
+  /** The changed sources it read, each with where the key it reads was edited (when known). */
+  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly origin?: Origin }[]
+  /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */
+  readonly spec?: { readonly fields: readonly string[]; readonly origin: Origin }
   readonly status: Status
   /** Short constant: why (NotFound, Suspended, UpToDate, SourceNotApplied, Forbidden, or helm-controller's UpgradeFailed…). */
   readonly reason: Reason
