@@ -7,10 +7,10 @@
 // (`valuesKey`, default `values.yaml`) of `data` (a Secret's decoded data; a ConfigMap's
 // binaryData is never read), merged as YAML, or taken verbatim as a string at `targetPath`.
 
-import { contentOfConfigMap, contentOfSecret, digestOf } from '../digest.ts'
-import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from '../keys.ts'
-import { isEncrypted } from '../manifest.ts'
-import { releaseKey, sourceId } from '../model.ts'
+import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
+import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
+import { isEncrypted } from './manifest.ts'
+import { releaseKey, sourceId } from './model.ts'
 import type {
   Digest,
   FieldValue,
@@ -27,8 +27,8 @@ import type {
   SourceKind,
   SpecChange,
   TargetReason,
-} from '../model.ts'
-import { FALLBACK_NAMESPACE, type PlanOptions } from '../plan.ts'
+} from './model.ts'
+import { FALLBACK_NAMESPACE, type PlanOptions } from './plan.ts'
 import type { Provenance, RenderedObject, RenderedRepository } from './rendered.ts'
 
 export interface RenderedPlanInput {

@@ -34,6 +34,10 @@ export const Reason = {
   PlanOnly: 'PlanOnly',
   /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
   Superseded: 'Superseded',
+  /** Its own spec changed: helm-controller upgrades it on the new generation, no patch needed. */
+  SpecChanged: 'SpecChanged',
+  /** Its new spec never reached the cluster: not patched, so no upgrade runs on half the commit. */
+  SpecNotApplied: 'SpecNotApplied',
   // Recover's decision.
   NotTransient: 'NotTransient',
   BudgetExhausted: 'BudgetExhausted',

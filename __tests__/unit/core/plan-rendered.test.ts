@@ -4,95 +4,11 @@
 import { describe, expect, it } from 'vitest'
 import { changedFields, planRendered, renderedReleaseKeys, specHolds } from '../../../src/core/plan-rendered.ts'
 import type { Provenance, RenderedObject, RenderedRepository } from '../../../src/core/rendered.ts'
-import type { Plan } from '../../../src/model.ts'
+import type { Plan } from '../../../src/core/model.ts'
+import { release, renderedSource as source, repo, type ReleaseSpec, type SourceSpec } from '../../../test/support/rendered.ts'
 
 const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true }
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
-
-interface SourceSpec {
-  readonly name: string
-  readonly namespace?: string
-  readonly kind?: 'ConfigMap' | 'Secret'
-  readonly data?: Readonly<Record<string, string>>
-  readonly stringData?: Readonly<Record<string, string>>
-  readonly labels?: Readonly<Record<string, string>>
-  readonly annotations?: Readonly<Record<string, string>>
-  readonly origin?: Provenance
-  readonly keyOrigins?: Readonly<Record<string, Provenance>>
-  readonly kustomization?: string
-  readonly sops?: boolean
-}
-
-function source(spec: SourceSpec): RenderedObject {
-  const kind = spec.kind ?? 'ConfigMap'
-  const namespace = spec.namespace ?? 'apps'
-  const metadata = {
-    name: spec.name,
-    namespace,
-    ...(spec.labels ? { labels: spec.labels } : {}),
-    ...(spec.annotations ? { annotations: spec.annotations } : {}),
-  }
-  return {
-    apiVersion: 'v1',
-    kind,
-    namespace,
-    name: spec.name,
-    object: {
-      apiVersion: 'v1',
-      kind,
-      metadata,
-      ...(spec.data ? { data: spec.data } : {}),
-      ...(spec.stringData ? { stringData: spec.stringData } : {}),
-      ...(spec.sops ? { sops: { mac: 'ENC[x]' } } : {}),
-    },
-    origin: spec.origin ?? { file: `apps/${spec.name}/kustomization.yaml`, line: 4 },
-    keyOrigins: spec.keyOrigins ?? {},
-    kustomization: spec.kustomization ?? 'flux-system/apps',
-  }
-}
-
-interface ReleaseSpec {
-  readonly name: string
-  readonly namespace?: string
-  readonly valuesFrom?: readonly Readonly<Record<string, unknown>>[]
-  readonly version?: string
-  readonly values?: Readonly<Record<string, unknown>>
-  readonly labels?: Readonly<Record<string, string>>
-  readonly origin?: Provenance
-  readonly kustomization?: string
-}
-
-function release(spec: ReleaseSpec): RenderedObject {
-  const namespace = spec.namespace ?? 'apps'
-  return {
-    apiVersion: 'helm.toolkit.fluxcd.io/v2',
-    kind: 'HelmRelease',
-    namespace,
-    name: spec.name,
-    object: {
-      apiVersion: 'helm.toolkit.fluxcd.io/v2',
-      kind: 'HelmRelease',
-      metadata: { name: spec.name, namespace, ...(spec.labels ? { labels: spec.labels } : {}) },
-      spec: {
-        interval: '10m',
-        chart: { spec: { chart: spec.name, version: spec.version ?? '1.0.0', sourceRef: { kind: 'HelmRepository', name: 'charts' } } },
-        ...(spec.valuesFrom ? { valuesFrom: spec.valuesFrom } : {}),
-        ...(spec.values ? { values: spec.values } : {}),
-      },
-    },
-    origin: spec.origin ?? { file: `apps/${spec.name}/release.yaml`, line: 1 },
-    keyOrigins: {},
-    kustomization: spec.kustomization ?? 'flux-system/apps',
-  }
-}
-
-const repo = (objects: readonly RenderedObject[], extra: Partial<RenderedRepository> = {}): RenderedRepository => ({
-  objects,
-  problems: [],
-  notRendered: [],
-  kustomizations: ['flux-system/apps'],
-  ...extra,
-})
 
 function plan(
   base: readonly RenderedObject[],
