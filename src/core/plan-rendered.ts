@@ -27,8 +27,9 @@ import type {
   SourceKind,
   SpecChange,
   TargetReason,
+  ValuesReference,
 } from './model.ts'
-import { FALLBACK_NAMESPACE, type PlanOptions } from './plan.ts'
+import { FALLBACK_NAMESPACE, type PlanOptions, type RepositoryManifests } from './plan.ts'
 import type { Provenance, RenderedObject, RenderedRepository } from './rendered.ts'
 
 export interface RenderedPlanInput {
@@ -72,6 +73,44 @@ export function planRendered(input: RenderedPlanInput): Plan {
 /** The releases the rendered head holds: discovery in the cluster must not re-add them without the key rule. */
 export function renderedReleaseKeys(head: RenderedRepository): Set<string> {
   return new Set(head.objects.filter(isHelmRelease).map((o) => releaseKey({ namespace: o.namespace ?? FALLBACK_NAMESPACE, name: o.name })))
+}
+
+/**
+ * What the rendered head declares, for `discover --from-git`: every ConfigMap/Secret (generated
+ * ones under their rendered names) and HelmRelease (valuesFrom as rewritten by kustomize).
+ */
+export function renderedManifests(head: RenderedRepository, options: RenderedPlanInput['options']): RepositoryManifests {
+  const side = readSide(head, { keys: keysFor(options.prefix), options })
+  return {
+    sources: [...side.sources.values()].map((s) => ({
+      kind: s.kind,
+      namespace: s.namespace,
+      name: s.name,
+      origin: s.origin,
+      labelled: s.labelled,
+      annotatedTargets: s.annotatedTargets,
+      encrypted: s.encrypted,
+      digest: s.digest,
+    })),
+    releases: [...side.releases.values()].map((r) => ({
+      namespace: r.namespace,
+      name: r.name,
+      origin: r.origin,
+      valuesFrom: uniqueReferences(r.reads),
+    })),
+    problems: [...renderProblems(head), ...side.problems].sort(compareProblem),
+  }
+}
+
+/** One reference per (kind, name); optional only when every entry naming it is. */
+function uniqueReferences(reads: readonly Read[]): ValuesReference[] {
+  const byName = new Map<string, ValuesReference>()
+  for (const read of reads) {
+    const key = `${read.kind}/${read.name}`
+    const seen = byName.get(key)
+    byName.set(key, { kind: read.kind, name: read.name, optional: read.optional && (seen?.optional ?? true) })
+  }
+  return [...byName.values()]
 }
 
 // ---------------------------------------------------------------------------------------
