@@ -199,8 +199,9 @@ function duplicateProblem(identity: string, first: RenderedObject, other: Render
   const where = originOf(other)
   const message =
     `${identity} is applied by Flux Kustomization ${other.kustomization} and also by ${first.kustomization}` +
-    `${first.origin === undefined ? '' : ` (${first.origin.file}:${first.origin.line})`}; the two fight over it and this one is ignored`
-  return { severity: 'error', file: where.file, line: where.line, message }
+    `${first.origin === undefined ? '' : ` (${first.origin.file}:${first.origin.line})`}; this one is ignored. ` +
+    'In one cluster the two fight over it; for a repository of several clusters, set the cluster-root input'
+  return { severity: 'warning', file: where.file, line: where.line, message }
 }
 
 /** Where an object came from; a Kustomization that cannot say is named instead. */

@@ -233,14 +233,14 @@ describe('planRendered: hash-suffixed names and spec changes', () => {
 })
 
 describe('planRendered: problems and notes', () => {
-  it('an object applied by two Kustomizations is an error; the first one counts', () => {
+  it('an object applied by two Kustomizations is a warning (one cluster: they fight; several: set cluster-root); the first one counts', () => {
     const a = generated('app', 'a: 1', { kustomization: 'flux-system/one' })
     const b = generated('app', 'a: 9', { kustomization: 'flux-system/two', origin: { file: 'clusters/two/app.yaml', line: 3 } })
     const p = plan([a, reader('app')], [generated('app', 'a: 2', { kustomization: 'flux-system/one' }), b, reader('app')])
     expect(triggered(p)).toEqual(['apps/app'])
     expect(p.problems).toEqual([
       expect.objectContaining({
-        severity: 'error',
+        severity: 'warning',
         file: 'clusters/two/app.yaml',
         line: 3,
         message: expect.stringContaining('flux-system/two and also by flux-system/one'),
