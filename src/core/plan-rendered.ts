@@ -10,7 +10,8 @@
 import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
-import { releaseKey, sourceId } from './model.ts'
+import { byReleaseKey, releaseKey, sourceId } from './model.ts'
+import { compareText } from '../lib/sort.ts'
 import type {
   Digest,
   FieldValue,
@@ -504,7 +505,7 @@ function mergeTargets(targets: readonly PlannedTarget[]): PlannedTarget[] {
     const reasons = [...new Set([...(seen?.reasons ?? []), ...t.reasons])].sort(compareText)
     byRelease.set(releaseKey(t), { namespace: t.namespace, name: t.name, reasons })
   }
-  return [...byRelease.values()].sort(compareRelease)
+  return [...byRelease.values()].sort(byReleaseKey)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -637,7 +638,7 @@ function plannedReleases(planned: readonly PlannedWithReads[], specs: ReadonlyMa
       const sources = [...reads.values()].sort((a, b) => compareText(a.id, b.id))
       return { ...ref, sources, ...(spec === undefined ? {} : { spec }) }
     })
-    .sort(compareRelease)
+    .sort(byReleaseKey)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -653,14 +654,6 @@ function record(value: unknown): JsonRecord {
 
 function list(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : []
-}
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-function compareRelease(a: ReleaseRef, b: ReleaseRef): number {
-  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name)
 }
 
 function compareProblem(a: FileProblem, b: FileProblem): number {

@@ -105,7 +105,7 @@ function keptReleases(rebuilt: readonly PlannedRelease[], before: readonly Plann
     const sources = r.sources.map((s) => previous.sources.find((p) => p.id === s.id) ?? s)
     return { ...r, sources, ...(previous.spec === undefined ? {} : { spec: previous.spec }) }
   })
-  return [...merged, ...known.values()].sort(compareRelease)
+  return [...merged, ...known.values()].sort(byReleaseKey)
 }
 
 /** What the repository declares at head: the view `discover --from-git` lints. */
