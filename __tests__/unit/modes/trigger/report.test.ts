@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import type { Digest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
 import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../src/modes/trigger/report.ts'
 import { render, tableUnder } from '../../../../test/support/markdown.ts'
+import { code } from '../../../../src/lib/text.ts'
 import { Status, type ReleaseResult, type SourceResult, type TriggerReport, controllerReason } from '../../../../src/engine/result.ts'
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
@@ -496,10 +497,10 @@ describe('provenance of rendered plans', () => {
   it('the summary names the edited line of each source and each spec change', () => {
     const markdown = summaryMarkdown(rendered)
     expect(tableRows(markdown, 'Releases').map((row) => cellsOf(row)[0])).toEqual([
-      `\`${CM}\` (\`apps/app/values.yaml:12\`)`,
-      'spec `spec.chart.spec.version` (`apps/db/release.yaml:3`)',
+      `${code(CM)} (${code('apps/app/values.yaml:12')})`,
+      `spec ${code('spec.chart.spec.version')} (${code('apps/db/release.yaml:3')})`,
     ])
-    expect(markdown.split('\n')).toContain('| `apps/db` | modified | `spec.chart.spec.version` | `apps/db/release.yaml:3` |')
+    expect(markdown.split('\n')).toContain(`| ${code('apps/db')} | modified | ${code('spec.chart.spec.version')} | ${code('apps/db/release.yaml:3')} |`)
   })
 
   it('the JSON plan carries the edits, each read source file:line and the spec changes', () => {
