@@ -199,7 +199,13 @@ describe('main', () => {
       expect(lines[1]).toBe(`range: ${first.slice(0, 12)}..${second.slice(0, 12)}`)
       expect(lines).toContain('plan only')
       const source = lines.find((l) => l.startsWith('ConfigMap/apps/app-values'))
-      expect(source?.split(/\s{2,}/)).toEqual(['ConfigMap/apps/app-values', 'modified', expect.stringMatching(/^[0-9a-f]{12}$/), 'apps/app'])
+      expect(source?.split(/\s{2,}/)).toEqual([
+        'ConfigMap/apps/app-values',
+        'modified',
+        expect.stringMatching(/^[0-9a-f]{12}$/),
+        'apps/app/values.yaml:1',
+        'apps/app',
+      ])
       const release = lines.find((l) => l.startsWith('apps/app '))
       expect(release?.split(/\s{2,}/)).toEqual(['apps/app', 'Planned', 'PlanOnly', '—', '0ms', 'plan only'])
       expect(io.stderr()).toBe('')

@@ -39,6 +39,16 @@ export function appliedSource(text: string, source: PlannedSource, options: Appl
   const where = `${source.origin.file}:${source.origin.line}`
   const value = documentAt(text, source.origin.line, options.maxAliasCount)
   if (value === undefined) return { refused: `${source.id}: the document the plan read at ${where} no longer parses cleanly; not applied.` }
+  return appliedObjectOf(value, source, options)
+}
+
+/** The apply object for `source` from the object the plan read (a rendered one, or a parsed document). */
+export function appliedObjectOf(
+  value: Readonly<Record<string, unknown>>,
+  source: PlannedSource,
+  options: Omit<AppliedSourceOptions, 'maxAliasCount'>,
+): AppliedSource {
+  const where = `${source.origin.file}:${source.origin.line}`
   const metadata = record(value['metadata'])
   const namespace = metadata['namespace'] ?? source.namespace
   if (value['kind'] !== source.kind || metadata['name'] !== source.name || namespace !== source.namespace) {

@@ -29,6 +29,8 @@ export interface HelmRelease {
   readonly labels: Readonly<Record<string, string>>
   readonly suspend: boolean
   readonly valuesFrom: readonly ValuesReference[]
+  /** The spec as read: checked against a planned spec change (the new generation has arrived). */
+  readonly spec: Readonly<Record<string, unknown>>
   readonly status: HelmReleaseStatus
 }
 
@@ -77,6 +79,7 @@ export function toHelmRelease(object: unknown): HelmRelease {
     labels: strings(metadata['labels']),
     suspend: spec['suspend'] === true,
     valuesFrom: list(spec['valuesFrom']).flatMap(valuesReference),
+    spec,
     status: toStatus(o['status']),
   }
 }

@@ -58,7 +58,7 @@ export function isKustomizationFile(path: string): boolean {
 const KUSTOMIZATION_FILES = new Set(['kustomization.yaml', 'kustomization.yml', 'Kustomization'])
 
 export function parseManifestFile(path: string, content: FileContent, options: ManifestOptions): ManifestFile {
-  const text = fileText(path, content, options.maxBytes ?? DEFAULT_MAX_BYTES)
+  const text = fileText(path, content, options.maxBytes ?? DEFAULT_MAX_BYTES, keysFor(options.prefix))
   if (typeof text !== 'string') return { sources: [], releases: [], problems: text }
   const context: FileContext = {
     file: path,
@@ -85,22 +85,19 @@ export function parseManifestFile(path: string, content: FileContent, options: M
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /** The file's text (BOM stripped), or why it is skipped. */
-function fileText(path: string, content: FileContent, maxBytes: number): string | FileProblem[] {
+function fileText(path: string, content: FileContent, maxBytes: number, keys: Keys): string | FileProblem[] {
   switch (content.type) {
     case 'other':
       return []
     case 'symlink':
       return [{ severity: 'warning', file: path, message: symlinkMessage(path, content.target) }]
     case 'file':
-      return decodeFile(path, content.bytes, maxBytes)
+      return decodeFile(path, content.bytes, maxBytes, keys)
   }
 }
 
-function decodeFile(path: string, bytes: Uint8Array, maxBytes: number): string | FileProblem[] {
-  if (bytes.length > maxBytes) {
-    const message = `file is larger than ${formatBytes(maxBytes)} (${formatBytes(bytes.length)}), skipped`
-    return [{ severity: 'error', file: path, message }]
-  }
+function decodeFile(path: string, bytes: Uint8Array, maxBytes: number, keys: Keys): string | FileProblem[] {
+  if (bytes.length > maxBytes) return [oversized(path, bytes, maxBytes, keys)]
   if (bytes.includes(0)) {
     return [{ severity: 'warning', file: path, message: 'binary file (contains NUL bytes), skipped' }]
   }
@@ -109,6 +106,18 @@ function decodeFile(path: string, bytes: Uint8Array, maxBytes: number): string |
   } catch {
     return [{ severity: 'warning', file: path, message: 'file is not valid UTF-8, skipped' }]
   }
+}
+
+/**
+ * Size alone is never an error: dashboards, CRDs and large JSON are no sources. A file that
+ * names our label, Flux's watch label or a HelmRelease may hold one we then do not plan: a warning.
+ */
+function oversized(path: string, bytes: Uint8Array, maxBytes: number, keys: Keys): FileProblem {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const skipped = `file is larger than ${formatBytes(maxBytes)} (${formatBytes(bytes.length)}), skipped`
+  const marker = [keys.triggerLabel, keys.watchLabel, 'HelmRelease'].find((m) => text.includes(m))
+  if (marker === undefined) return { severity: 'notice', file: path, message: skipped }
+  return { severity: 'warning', file: path, message: `${skipped}; it mentions ${marker}, which is then not planned: split the file` }
 }
 
 // Never followed: a link could expose files outside the checkout, and a target inside the
@@ -398,7 +407,7 @@ function targetNamespaceOf(value: unknown, context: DocContext, subject: string)
 }
 
 /** SOPS leaves a top-level `sops` block and `ENC[…]` values. */
-function isEncrypted(object: JsonRecord): boolean {
+export function isEncrypted(object: JsonRecord): boolean {
   if (object.sops !== undefined) return true
   return [object.data, object.stringData, object.binaryData].some((field) => isRecord(field) && Object.values(field).some((value) => startsWith(value, 'ENC[')))
 }

@@ -101,25 +101,72 @@ export interface PlannedSource extends SourceRef {
   /** Digest at base; absent for added sources and under full-sync. */
   readonly previousDigest?: Digest
   readonly encrypted: boolean
+  /** Where the user edited: the first changed key's line when rendered, else the document. */
   readonly origin: Origin
   readonly targets: readonly PlannedTarget[]
   /** Which keys changed (modified sources): values shown for ConfigMaps, key names only for Secrets. */
   readonly keyChanges?: readonly KeyChange[]
+  /** Rendered sources: each changed data key and the file:line where it was edited. */
+  readonly edits?: readonly KeyEdit[]
+  /** A generated source whose hash-suffixed name changed with its content: its name at base. */
+  readonly renamedFrom?: SourceId
+}
+
+/** A changed data key of a rendered source, and where its value was edited. */
+export interface KeyEdit extends Origin {
+  readonly key: string
 }
 
 export interface PlannedTarget extends ReleaseRef {
   readonly reasons: readonly TargetReason[]
 }
 
-/** One entry per HelmRelease: every changed source it consumes, patched once. */
+/** A changed source as one release reads it. */
+export interface PlannedRead {
+  readonly id: SourceId
+  readonly digest: Digest
+  readonly encrypted: boolean
+  /** Where the key this release reads was edited (rendered plans). */
+  readonly origin?: Origin
+}
+
+/**
+ * One entry per HelmRelease: every changed source it consumes, patched once. An entry with
+ * `spec` is a release whose own rendered spec changed: helm-controller upgrades it on the new
+ * generation, so it needs no patch of its own; the run waits for its outcome and reports it.
+ * With sources as well, it is patched once, after the cluster holds both the spec and the sources.
+ */
 export interface PlannedRelease extends ReleaseRef {
-  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly encrypted: boolean }[]
+  readonly sources: readonly PlannedRead[]
+  readonly spec?: SpecChange
+}
+
+/** A HelmRelease whose rendered spec changed in the range (added: new at head). */
+export interface SpecChange {
+  readonly change: 'added' | 'modified'
+  /** The release's document (or the patch that produced it). */
+  readonly origin: Origin
+  /** Changed fields, dotted (`spec.chart.spec.version`); shortened to their parents past a few. */
+  readonly fields: readonly string[]
+  /**
+   * What the live spec must hold once the new generation is applied: each changed field's head
+   * value (undefined: removed). Checked as a subset, so fields the apiserver defaults do not count.
+   */
+  readonly expect: readonly FieldValue[]
+}
+
+export interface FieldValue {
+  /** Path under `spec`. */
+  readonly path: readonly string[]
+  readonly value: unknown
 }
 
 export interface Plan {
   readonly sources: readonly PlannedSource[]
   readonly releases: readonly PlannedRelease[]
   readonly problems: readonly FileProblem[]
+  /** Worth saying, tied to no file (Kustomizations not rendered and why). */
+  readonly notes?: readonly string[]
 }
 
 export function sourceId(ref: SourceRef): SourceId {

@@ -91,7 +91,21 @@ export function retarget(plan: Plan, releases: readonly ReleaseManifest[]): Plan
   )
   const targetedAt = new Map(sources.filter((s) => s.targets.length > 0).map((s) => [originKey(s.origin), s.id]))
   const problems = plan.problems.filter((problem) => !isResolvedUntargeted(problem, targetedAt))
-  return finishPlan(sources, problems)
+  const next = finishPlan(sources, problems)
+  return { ...next, releases: keptReleases(next.releases, plan.releases), ...(plan.notes === undefined ? {} : { notes: plan.notes }) }
+}
+
+/** The entries rebuilt from the sources keep what the plan knew of them: spec changes, where each read was edited. */
+function keptReleases(rebuilt: readonly PlannedRelease[], before: readonly PlannedRelease[]): PlannedRelease[] {
+  const known = new Map(before.map((r) => [releaseKey(r), r]))
+  const merged = rebuilt.map((r): PlannedRelease => {
+    const previous = known.get(releaseKey(r))
+    known.delete(releaseKey(r))
+    if (previous === undefined) return r
+    const sources = r.sources.map((s) => previous.sources.find((p) => p.id === s.id) ?? s)
+    return { ...r, sources, ...(previous.spec === undefined ? {} : { spec: previous.spec }) }
+  })
+  return [...merged, ...known.values()].sort(byReleaseKey)
 }
 
 /** What the repository declares at head: the view `discover --from-git` lints. */

@@ -8,17 +8,19 @@ import { ConfigurationError, messageOf } from '../lib/errors.ts'
 import type { ClusterClient } from '../kube/cluster.ts'
 import { condition, type HelmRelease } from '../core/helmrelease.ts'
 import { releaseKey, type PlannedRelease } from '../core/model.ts'
+import { specHolds } from '../core/plan-rendered.ts'
 import { controllerReason, Reason, Status, type ReleaseResult } from './result.ts'
 import type { Clock, Logger } from './ports.ts'
 
-/** A release we patched, handed to the outcome waiter. */
+/** A release we patched (or, when only its spec changed, wait for), handed to the outcome waiter. */
 export interface Triggered {
   readonly planned: PlannedRelease
-  /** The release as the patch response returned it. */
+  /** The release as the patch response returned it (as first observed, when not patched). */
   readonly release: HelmRelease
   /** The release as first observed in this run, before the new config arrived (revision before). */
   readonly before: HelmRelease
-  readonly token: string
+  /** The requestedAt token sent; undefined when not patched: helm-controller acts on the new generation. */
+  readonly token: string | undefined
   readonly force: boolean
   readonly reset: boolean
   readonly startedAt: number
@@ -72,14 +74,20 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
       severity: 'none',
     }
   }
-  return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message: 'reconciled; values unchanged, no new Helm revision', severity: 'none' }
+  const message =
+    t.token === undefined ? `new generation ${live.generation} reconciled; no new Helm revision` : 'reconciled; values unchanged, no new Helm revision'
+  return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message, severity: 'none' }
 }
 
 function handled(t: Triggered, live: HelmRelease): boolean {
   const s = live.status
-  if (s.lastHandledReconcileAt !== t.token) return false
-  if (t.force && s.lastHandledForceAt !== t.token) return false
-  if (t.reset && s.lastHandledResetAt !== t.token) return false
+  // A release whose spec changed is judged on its new generation, once the cluster holds it.
+  if (t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)) return false
+  if (t.token !== undefined) {
+    if (s.lastHandledReconcileAt !== t.token) return false
+    if (t.force && s.lastHandledForceAt !== t.token) return false
+    if (t.reset && s.lastHandledResetAt !== t.token) return false
+  }
   if (s.observedGeneration !== live.generation) return false
   const ready = condition(live, 'Ready')?.status
   // helm-controller writes lastHandledReconcileAt in the final status patch of the attempt
@@ -100,13 +108,17 @@ function retryNote(live: HelmRelease): string {
 
 /** What was last seen, for a TimedOut result. */
 export function lastSeen(t: Triggered, live: HelmRelease | undefined): string {
-  if (live === undefined) return 'release not seen since the patch'
+  if (live === undefined) return t.token === undefined ? 'release not seen in the cluster' : 'release not seen since the patch'
   const ready = condition(live, 'Ready')
   const reconciling = condition(live, 'Reconciling')
   const handledNote =
-    live.status.lastHandledReconcileAt === t.token
-      ? 'token handled'
-      : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
+    t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)
+      ? `new spec not applied yet (${t.planned.spec.fields.join(', ')})`
+      : t.token === undefined
+        ? `generation ${live.generation}, observed ${live.status.observedGeneration}`
+        : live.status.lastHandledReconcileAt === t.token
+          ? 'token handled'
+          : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
   const readyNote =
     ready === undefined ? 'no Ready condition' : `Ready=${ready.status}${ready.reason ? ` ${ready.reason}` : ''}${ready.message ? `: ${ready.message}` : ''}`
   return `${handledNote}; ${readyNote}${reconciling?.status === 'True' ? `; Reconciling: ${reconciling.message}` : ''}`

@@ -1,6 +1,6 @@
 // One typed result per release: the summary, the outputs, the logs and the Events all read it.
 
-import type { Digest, FileProblem, Plan, ReleaseRef, SourceId } from '../core/model.ts'
+import type { Digest, FileProblem, Origin, Plan, ReleaseRef, SourceId } from '../core/model.ts'
 import type { Range } from '../git/range.ts'
 
 export const Status = {
@@ -34,6 +34,10 @@ export const Reason = {
   PlanOnly: 'PlanOnly',
   /** A newer commit's content is live: a newer run triggers it, this one must not write older digests. */
   Superseded: 'Superseded',
+  /** Its own spec changed: helm-controller upgrades it on the new generation, no patch needed. */
+  SpecChanged: 'SpecChanged',
+  /** Its new spec never reached the cluster: not patched, so no upgrade runs on half the commit. */
+  SpecNotApplied: 'SpecNotApplied',
   // Recover's decision.
   NotTransient: 'NotTransient',
   BudgetExhausted: 'BudgetExhausted',
@@ -69,7 +73,10 @@ export function controllerReason(text: string): ControllerReason {
 }
 
 export interface ReleaseResult extends ReleaseRef {
-  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest }[]
+  /** The changed sources it read, each with where the key it reads was edited (when known). */
+  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly origin?: Origin }[]
+  /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */
+  readonly spec?: { readonly fields: readonly string[]; readonly origin: Origin }
   readonly status: Status
   /** Short constant: why (NotFound, Suspended, UpToDate, SourceNotApplied, Forbidden, or helm-controller's UpgradeFailed…). */
   readonly reason: Reason

@@ -26,6 +26,7 @@ import { fleetPlanHeadline, fleetPlanMarkdown, fleetPlanOutputs } from '../modes
 import { fleetFailure, fleetHeadline, fleetOutput, fleetSummaryMarkdown, type FleetReport } from '../modes/fleet/fleet-summary.ts'
 import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
 import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
+import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -57,7 +58,9 @@ export async function run(env: Env = process.env): Promise<void> {
         await github.start()
         let report: TriggerReport
         try {
-          report = await runTrigger(settings, context, { git: await git(), connect: cluster, clock: systemClock, log, outcome })
+          const reader = await git()
+          const render = renderRangeOf(settings, reader, { repositoryUrl: repositoryUrlOf(env), fetchRemote: refused === undefined })
+          report = await runTrigger(settings, context, { git: reader, render, connect: cluster, clock: systemClock, log, outcome })
         } catch (error) {
           await github.fail(messageOf(error))
           throw error
@@ -67,8 +70,11 @@ export async function run(env: Env = process.env): Promise<void> {
       }
       case 'plan': {
         const context = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
-        if (settings.clusters === undefined)
-          return await publish(planReport(await preparePlan(settings, context, await git()), settings, 'plan only'), settings, env)
+        if (settings.clusters === undefined) {
+          const reader = await git()
+          const render = renderRangeOf(settings, reader, { repositoryUrl: repositoryUrlOf(env), fetchRemote: false })
+          return await publish(planReport(await preparePlan(settings, context, reader, render), settings, 'plan only'), settings, env)
+        }
         return await publishFleetPlan(await runFleetPlan(settings, context, await git()), settings, env)
       }
       case 'fleet':
@@ -94,8 +100,10 @@ export async function run(env: Env = process.env): Promise<void> {
       }
       case 'recover':
         return await publish(await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), settings, env)
-      case 'discover':
-        return await publishDiscover(await runDiscover(settings, env['GITHUB_SHA'] ?? 'HEAD', { git, connect: cluster, log }), settings, env)
+      case 'discover': {
+        const render = async (head: string) => renderCommitOf(settings, await git(), { repositoryUrl: repositoryUrlOf(env), fetchRemote: false })(head)
+        return await publishDiscover(await runDiscover(settings, env['GITHUB_SHA'] ?? 'HEAD', { git, render, connect: cluster, log }), settings, env)
+      }
       case 'drift': {
         const objects = async () => connectObjects(settings, { env, mask: (s) => core.setSecret(s) })
         return await publishDrift(await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome, runUrl: runUrl(env) }), env)

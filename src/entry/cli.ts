@@ -19,6 +19,7 @@ import { runWatchProcess } from '../modes/watch/process.ts'
 import { failureOf, outputsOf, textReport } from '../modes/trigger/report.ts'
 import { parseSettings } from '../settings.ts'
 import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
+import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
@@ -276,7 +277,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return exitCode(failureOf(report, settings.failOn), io)
     }
     if (command === 'discover') {
-      const report = await runDiscover(settings, 'HEAD', { git: repo, connect: cluster, log })
+      const render = async (head: string) => renderCommitOf(settings, await repo(), { repositoryUrl: repositoryUrlOf(io.env), fetchRemote: false })(head)
+      const report = await runDiscover(settings, 'HEAD', { git: repo, render, connect: cluster, log })
       io.out(json ? `${jsonText(report, 2)}\n` : logText(discoverText(report)))
       return exitCode(discoverFailure(report, settings.failOn), io)
     }
@@ -290,7 +292,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return 0
     }
     if (command === 'plan') {
-      const report = planReport(await preparePlan(settings, context, git), settings, 'plan only')
+      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(io.env), fetchRemote: false })
+      const report = planReport(await preparePlan(settings, context, git, render), settings, 'plan only')
       print(report, json, io)
       return exitCode(failureOf(report, settings.failOn), io)
     }
@@ -307,6 +310,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     try {
       report = await runTrigger(settings, context, {
         git,
+        render: renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf({ ...io.env, GITHUB_REPOSITORY: repository }), fetchRemote: true }),
         connect: cluster,
         clock: systemClock,
         log,

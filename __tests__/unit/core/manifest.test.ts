@@ -507,20 +507,32 @@ image: {repository: nginx}
 })
 
 describe('file guards', () => {
-  it('skips a file over maxBytes with an error', () => {
+  it('skips a file over maxBytes, never as an error: a warning when it may hold a source or release, else a notice', () => {
     const result = parse(labelledConfigMap, 'big.yaml', { maxBytes: 100 })
     expect(result).toEqual({
       sources: [],
       releases: [],
-      problems: [{ severity: 'error', file: 'big.yaml', message: expect.stringMatching(/^file is larger than 100 bytes \(\d+ bytes\), skipped$/) }],
+      problems: [
+        {
+          severity: 'warning',
+          file: 'big.yaml',
+          message: expect.stringMatching(
+            /^file is larger than 100 bytes \(\d+ bytes\), skipped; it mentions nebius.ai\/helmrelease-trigger-operator, which is then not planned/,
+          ),
+        },
+      ],
     })
+    const dashboard = `{"title": "cluster", "panels": [${'{"type": "graph"},'.repeat(200)}{}]}`
+    expect(parse(dashboard, 'grafana/dashboard.json', { maxBytes: 1024 }).problems).toEqual([
+      { severity: 'notice', file: 'grafana/dashboard.json', message: expect.stringMatching(/^file is larger than 1 KiB \(\d\.\d KiB\), skipped$/) },
+    ])
   })
 
   it('defaults maxBytes to 1 MiB', () => {
     expect(DEFAULT_MAX_BYTES).toBe(1024 * 1024)
     const padding = `# ${'x'.repeat(1024 * 1024)}\n`
     expect(parse(padding + labelledConfigMap).problems).toEqual([
-      expect.objectContaining({ severity: 'error', message: expect.stringMatching(/^file is larger than 1 MiB \(1\.0 MiB\), skipped$/) }),
+      expect.objectContaining({ severity: 'warning', message: expect.stringMatching(/^file is larger than 1 MiB \(1\.0 MiB\), skipped; it mentions/) }),
     ])
     expect(parse(labelledConfigMap).problems).toEqual([])
   })

@@ -534,3 +534,49 @@ describe('createOutcomeWaiter', () => {
     expect(cluster.watchCalls).toEqual([])
   })
 })
+
+describe('assess: a release whose spec changed, not patched', () => {
+  const spec = {
+    change: 'modified' as const,
+    origin: { file: 'apps/app/release.yaml', line: 9 },
+    fields: ['spec.chart.spec.version'],
+    expect: [{ path: ['chart', 'spec', 'version'], value: '2.0.0' }],
+  }
+  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [], spec }
+  const before = hr({ ready: ['True', 'UpgradeSucceeded'] })
+  const waitFor: Triggered = { planned, release: before, before, token: undefined, force: false, reset: false, startedAt: 1_000 }
+  const withSpec = (version: string, s: ReleaseState): HelmRelease => {
+    const live = hr(s)
+    return { ...live, spec: { chart: { spec: { chart: 'app', version, reconcileStrategy: 'ChartVersion' } } } }
+  }
+
+  it('waits while the cluster holds the old spec, or the new generation is not observed yet', () => {
+    expect(assess(waitFor, withSpec('1.0.0', { ready: ['True', 'UpgradeSucceeded'] }), 5_000)).toBeUndefined()
+    expect(assess(waitFor, withSpec('2.0.0', { generation: 3, observedGeneration: 2, ready: ['True'] }), 5_000)).toBeUndefined()
+    expect(lastSeen(waitFor, withSpec('1.0.0', { ready: ['True'] }))).toContain('new spec not applied yet (spec.chart.spec.version)')
+  })
+
+  it('is done on the new generation with no token: upgraded, failed, or reconciled without a new revision', () => {
+    const upgraded = assess(
+      waitFor,
+      withSpec('2.0.0', { generation: 3, ready: ['True', 'UpgradeSucceeded', 'upgraded'], history: [DEPLOYED_2, SUPERSEDED_1] }),
+      5_000,
+    )
+    expect(upgraded).toMatchObject({ status: Status.Upgraded, revisionBefore: 1, revisionAfter: 2, token: undefined })
+    const failed = assess(waitFor, withSpec('2.0.0', { generation: 3, ready: ['False', 'UpgradeFailed', 'chart not found'] }), 5_000)
+    expect(failed).toMatchObject({ status: Status.Failed, reason: 'UpgradeFailed' })
+    const same = assess(waitFor, withSpec('2.0.0', { generation: 3, ready: ['True', 'ReconciliationSucceeded'] }), 5_000)
+    expect(same).toMatchObject({ status: Status.Unchanged, message: 'new generation 3 reconciled; no new Helm revision' })
+  })
+
+  it('with a token too (spec and source in one commit), needs both the token handled and the new spec', () => {
+    const both: Triggered = {
+      ...waitFor,
+      planned: { ...planned, sources: [{ id: 'ConfigMap/apps/app-values', digest: DIGEST, encrypted: false }] },
+      token: TOKEN,
+    }
+    expect(assess(both, withSpec('1.0.0', handled({ history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toBeUndefined()
+    expect(assess(both, withSpec('2.0.0', { ready: ['True'], history: [DEPLOYED_2, SUPERSEDED_1] }), 5_000)).toBeUndefined()
+    expect(assess(both, withSpec('2.0.0', handled({ history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toMatchObject({ status: Status.Upgraded })
+  })
+})

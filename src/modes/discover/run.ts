@@ -12,7 +12,9 @@ import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
 import { FindingCode, lint, problemFindings, type Finding, type LintSource } from './lint.ts'
 import { parseManifestFile } from '../../core/manifest.ts'
 import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
-import { pathFilter, repositoryManifests } from '../../core/plan.ts'
+import { pathFilter, repositoryManifests, type RepositoryManifests } from '../../core/plan.ts'
+import { renderedManifests } from '../../core/plan-rendered.ts'
+import type { RenderedRepository } from '../../core/rendered.ts'
 import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import type { FailOn, Settings } from '../../settings.ts'
 import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
@@ -34,14 +36,19 @@ export interface DiscoverReport {
   readonly notes: readonly string[]
 }
 
+/** Renders a commit as Flux applies it; undefined when no Flux Kustomization applies the repository. */
+export type RenderCommit = (head: string) => Promise<RenderedRepository | undefined>
+
 export interface DiscoverDeps {
   readonly git: () => Promise<GitReader>
+  /** Absent: the repository's files are read one by one. */
+  readonly render?: RenderCommit
   readonly connect: () => Promise<ClusterClient>
   readonly log: Logger
 }
 
 export async function runDiscover(settings: Settings, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
-  return settings.fromGit ? discoverFromGit(settings, sha, await deps.git()) : discoverInCluster(settings, await deps.connect(), deps.log)
+  return settings.fromGit ? discoverFromGit(settings, sha, await deps.git(), deps.render) : discoverInCluster(settings, await deps.connect(), deps.log)
 }
 
 // ---- Cluster ------------------------------------------------------------------------------
@@ -200,13 +207,15 @@ function warn(notes: string[], log: Logger, note: string): void {
 
 // ---- Repository ---------------------------------------------------------------------------
 
-async function discoverFromGit(settings: Settings, sha: string, git: GitReader): Promise<DiscoverReport> {
+async function discoverFromGit(settings: Settings, sha: string, git: GitReader, render?: RenderCommit): Promise<DiscoverReport> {
   const keys = keysFor(settings.annotationPrefix)
   const rev = settings.head ?? sha
   const head = await git.resolve(rev)
   if (head === undefined)
     throw new ConfigurationError(`Commit '${rev}' is not in the clone; fetch it (actions/checkout with fetch-depth: 0) or set the head input.`)
-  const files = await git.headFiles(head, pathFilter(settings.paths))
+  const rendered = render === undefined ? undefined : await render(head)
+  const flux = rendered !== undefined && rendered.kustomizations.length > 0 ? rendered : undefined
+  const files = flux === undefined ? await git.headFiles(head, pathFilter(settings.paths)) : []
   const options = {
     prefix: settings.annotationPrefix,
     defaultNamespace: settings.defaultNamespace,
@@ -214,15 +223,19 @@ async function discoverFromGit(settings: Settings, sha: string, git: GitReader):
     discover: true,
     paths: settings.paths,
   }
-  const manifests = repositoryManifests(files, options)
+  // With Flux Kustomizations, the objects they render: generated sources under their real names.
+  const manifests: RepositoryManifests = flux === undefined ? repositoryManifests(files, options) : renderedManifests(flux, options)
   const byId = new Map<SourceId, LintSource>()
   for (const s of manifests.sources) if (!byId.has(sourceId(s))) byId.set(sourceId(s), s)
   const texts = new Map(files.map((f) => [f.path, textOf(f)]))
   const annotated = [...byId.values()].filter((s) => s.labelled && s.annotatedTargets.length > 0).map((s) => ({ ...s, ...annotationLine(s, texts, keys) }))
+  // A Kustomization that could not be rendered may hold the source: absent is then not "missing".
+  const absent = flux !== undefined && (flux.problems.length > 0 || flux.notRendered.length > 0) ? 'unknown' : 'missing'
   const findings = [
     ...problemFindings(manifests.problems),
-    ...lint({ keys, where: 'repository', releases: manifests.releases, annotatedSources: annotated, lookup: (ref) => byId.get(sourceId(ref)) ?? 'missing' }),
+    ...lint({ keys, where: 'repository', releases: manifests.releases, annotatedSources: annotated, lookup: (ref) => byId.get(sourceId(ref)) ?? absent }),
   ]
+  const notes = (flux?.notRendered ?? []).map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`)
   return {
     scope: `repository at ${head.slice(0, 12)}`,
     fromGit: true,
@@ -230,7 +243,7 @@ async function discoverFromGit(settings: Settings, sha: string, git: GitReader):
     releases: manifests.releases.length,
     labels: [],
     findings,
-    notes: [],
+    notes,
   }
 }
 

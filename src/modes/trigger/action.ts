@@ -137,9 +137,13 @@ export function triggerAction(planned: PlannedRelease, options: TriggerOptions, 
   }
 }
 
-/** The ConfigChanged Event's message: who asked, why, and each source's digest. */
+/** The ConfigChanged Event's message: who asked, why, each source's digest and the line edited, and a spec changed alongside. */
 export function triggerEventMessage(planned: PlannedRelease, write: TriggerWrite, options: Pick<TriggerOptions, 'requestedBy' | 'runUrl'>): string {
-  const sources = planned.sources.map((s) => `${s.id} ${short(s.digest)}`).join(', ')
+  const sources = planned.sources.map((s) => `${s.id} ${short(s.digest)}${s.origin === undefined ? '' : ` at ${s.origin.file}:${s.origin.line}`}`).join(', ')
+  const spec =
+    planned.spec === undefined
+      ? ''
+      : ` Its spec changed too (${planned.spec.fields.join(', ')} at ${planned.spec.origin.file}:${planned.spec.origin.line}); requested once the cluster held both.`
   const run = options.runUrl === undefined ? '' : ` Run: ${options.runUrl}`
-  return `Reconcile requested ${options.requestedBy}: ${write.why} (${sources}).${run}`
+  return `Reconcile requested ${options.requestedBy}: ${write.why} (${sources}).${spec}${run}`
 }

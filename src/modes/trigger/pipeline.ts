@@ -3,7 +3,7 @@
 // file only sequences I/O behind the GitReader and ClusterClient interfaces.
 
 import { mapLimit } from '../../lib/concurrency.ts'
-import { appliedSource } from '../../core/applied-source.ts'
+import { appliedObjectOf, appliedSource, type AppliedSource } from '../../core/applied-source.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { SkipReason, type TriggerOptions } from './action.ts'
 import { sourceRefOf, triggerRelease, type TriggerScope } from './release.ts'
@@ -15,10 +15,12 @@ import type { GitReader } from '../../git/reader.ts'
 import { keysFor, type Keys } from '../../core/keys.ts'
 import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent } from '../../kube/cluster.ts'
-import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
+import { toHelmRelease, toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
 import { byReleaseKey, releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId } from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
+import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
+import type { RenderedRepository } from '../../core/rendered.ts'
 import { clusterRefused, resolveRange, type GitHubEventLike, type Range } from '../../git/range.ts'
 import { FAILED, Reason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
@@ -33,8 +35,19 @@ export interface RunContext {
   readonly runUrl: string | undefined
 }
 
+/** A range rendered as Flux applies it, at base (empty under full-sync) and head. */
+export interface RenderedChange {
+  readonly base: RenderedRepository
+  readonly head: RenderedRepository
+}
+
+/** Renders the range; undefined when the repository has no Flux Kustomization (then files are read one by one). */
+export type RenderRange = (range: Range) => Promise<RenderedChange | undefined>
+
 export interface TriggerDeps {
   readonly git: GitReader
+  /** Absent: the file-by-file plan only. */
+  readonly render?: RenderRange
   /** Connects lazily: plan-only runs never need a cluster. */
   readonly connect: () => Promise<ClusterClient>
   readonly clock: Clock
@@ -47,6 +60,8 @@ export interface PreparedPlan {
   readonly range: Range
   readonly plan: Plan
   readonly headFiles: readonly HeadFile[]
+  /** Present when the plan was made on rendered objects: `apply: true` applies those. */
+  readonly rendered?: RenderedChange
 }
 
 /** The plan's options, from the settings. */
@@ -66,8 +81,14 @@ export function triggerOptionsOf(settings: Settings, keys: Keys, requestedBy: st
 }
 
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
-export async function preparePlan(settings: Settings, context: RunContext, git: GitReader): Promise<PreparedPlan> {
+export async function preparePlan(settings: Settings, context: RunContext, git: GitReader, render?: RenderRange): Promise<PreparedPlan> {
   const range = await rangeOf(settings, context, git)
+  // Where Flux Kustomizations apply the repository, its objects are what they render to.
+  const rendered = render === undefined ? undefined : await render(range)
+  if (rendered !== undefined && rendered.head.kustomizations.length > 0) {
+    const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options: planOptionsOf(settings) })
+    return { range, plan, headFiles: [], rendered }
+  }
   const filter = pathFilter(settings.paths)
   const [changes, headFiles] = await Promise.all([
     range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
@@ -88,34 +109,45 @@ export function rangeOf(settings: Settings, context: RunContext, git: GitReader)
 /** A report of the plan alone: nothing read from or written to a cluster. */
 export function planReport(prepared: PreparedPlan, settings: Settings, why: string): TriggerReport {
   const { range, plan } = prepared
-  return { range, plan, planOnly: why, dryRun: settings.dryRun, notes: range.notes, problems: plan.problems, sources: [], results: planned(plan) }
+  const notes = [...range.notes, ...(plan.notes ?? [])]
+  return { range, plan, planOnly: why, dryRun: settings.dryRun, notes, problems: plan.problems, sources: [], results: withSpecs(planned(plan), plan) }
 }
 
 export async function runTrigger(settings: Settings, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
-  return executePlan(await preparePlan(settings, context, deps.git), settings, context, deps)
+  return executePlan(await preparePlan(settings, context, deps.git, deps.render), settings, context, deps)
 }
 
 /** Steps 3–7 on a plan made here or read back from a fleet plan file (never planned again). */
 export async function executePlan(prepared: PreparedPlan, settings: Settings, context: RunContext, deps: Omit<TriggerDeps, 'git'>): Promise<TriggerReport> {
   const keys = keysFor(settings.annotationPrefix)
-  const { range, headFiles } = prepared
+  const { range, rendered } = prepared
   let plan = prepared.plan
-  const base = { range, dryRun: settings.dryRun, notes: [...range.notes], problems: plan.problems }
+  const base = { range, dryRun: settings.dryRun, notes: [...range.notes, ...(plan.notes ?? [])], problems: plan.problems }
 
   const planOnly = clusterRefused(context.eventName, context.event, settings.allowPullRequests)
-  const triggering = plan.sources.some((s) => s.change !== 'deleted')
+  const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined)
   if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
   if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [], results: [] }
 
   const cluster = await deps.connect()
-  if (settings.discover) plan = retarget(plan, await clusterReleases(cluster, plan, base.notes, deps.log))
+  if (settings.discover) {
+    // Releases the rendered repository holds were planned with the key rule; the cluster adds only the others.
+    const known = rendered === undefined ? new Set<string>() : renderedReleaseKeys(rendered.head)
+    const live = await clusterReleases(cluster, plan, base.notes, deps.log)
+    plan = retarget(
+      plan,
+      live.filter((r) => !known.has(releaseKey(r))),
+    )
+  }
   const start = deps.clock.now()
   const deadline = start + settings.timeoutMs
 
   const baseline = await baselineOf(cluster, plan, settings)
-  const sources = await applySources(cluster, plan, headFiles, range.head, settings, deadline, deps)
+  const sources = await applySources(cluster, plan, manifestsOf(prepared, settings), range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
-  const ready = plan.releases.filter((r) => !r.sources.some((s) => unapplied.has(s.id)))
+  // Releases whose spec alone changed are not patched: helm-controller acts on their new generation.
+  const toPatch = plan.releases.filter((r) => r.sources.length > 0)
+  const ready = toPatch.filter((r) => r.spec === undefined && !r.sources.some((s) => unapplied.has(s.id)))
   const observed = await observeReleases(cluster, ready, settings.maxConcurrency)
   const observedDigests = observed.size > 0 && (settings.waitForApply || settings.apply) ? await sourceDigests(cluster, ready, settings) : undefined
   // Events are a record, not the trigger: queued, and written once every patch is sent, while helm-controller works.
@@ -139,21 +171,120 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
     ...(observedDigests === undefined ? {} : { observedDigests }),
     deadline: deps.clock.now() + settings.timeoutMs,
   }
-  const outcomes = await mapLimit(plan.releases, settings.maxConcurrency, (release) => triggerRelease(release, scope))
+  const outcomes = await mapLimit(toPatch, settings.maxConcurrency, async (release) => {
+    // Spec and sources changed together: patch once the cluster holds both, so no upgrade runs on half the commit.
+    const specMissing = release.spec !== undefined && settings.waitForApply ? await waitForSpec(cluster, release, deadline, deps) : undefined
+    return specMissing !== undefined ? { kind: 'settled' as const, result: specMissing } : triggerRelease(release, scope)
+  })
 
   const triggered = outcomes.flatMap((o) => (o.kind === 'triggered' ? [o.triggered] : []))
-  const settled = outcomes.flatMap((o) => (o.kind === 'settled' ? [o.result] : []))
+  const awaiting = awaitSpecChanges(plan, baseline, settings, deps.clock.now())
+  const settled = [...outcomes.flatMap((o) => (o.kind === 'settled' ? [o.result] : [])), ...awaiting.settled]
   const recorder = eventRecorder(cluster, deps.log)
   const recorded = mapLimit(events, settings.maxConcurrency, (event) => recorder.record(event))
+  const watched = [...triggered, ...awaiting.waits]
   const waited =
-    settings.wait && !settings.dryRun && deps.outcome !== undefined && triggered.length > 0
-      ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs)
+    settings.wait && !settings.dryRun && deps.outcome !== undefined && watched.length > 0
+      ? await deps.outcome.wait(cluster, watched, deps.clock.now() + settings.timeoutMs)
       : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
-  const results = [...settled, ...waited].sort(byReleaseKey)
+  const results = withSpecs([...settled, ...waited], plan).sort(byReleaseKey)
   return { ...base, plan, planOnly: undefined, sources, results }
+}
+
+/** Each result of a release whose spec changed says which fields, and where. */
+function withSpecs(results: readonly ReleaseResult[], plan: Plan): ReleaseResult[] {
+  const specs = new Map(plan.releases.flatMap((r) => (r.spec === undefined ? [] : [[releaseKey(r), r.spec] as const])))
+  return results.map((r) => {
+    const spec = specs.get(releaseKey(r))
+    return spec === undefined ? r : { ...r, spec: { fields: spec.fields, origin: spec.origin } }
+  })
+}
+
+/**
+ * Releases whose spec alone changed: waited for like triggered ones (their new generation
+ * observed, then the usual Ready/history checks), or settled now when there is nothing to wait for.
+ */
+function awaitSpecChanges(
+  plan: Plan,
+  baseline: ReadonlyMap<string, HelmRelease>,
+  settings: Settings,
+  now: number,
+): { readonly waits: Triggered[]; readonly settled: ReleaseResult[] } {
+  const waits: Triggered[] = []
+  const settled: ReleaseResult[] = []
+  for (const planned of plan.releases) {
+    if (planned.sources.length > 0 || planned.spec === undefined) continue
+    const live = baseline.get(releaseKey(planned))
+    const settle = (status: Status, reason: Reason, message: string, severity: ReleaseResult['severity']): void =>
+      void settled.push({ namespace: planned.namespace, name: planned.name, sources: [], status, reason, message, durationMs: 0, severity })
+    if (!settings.wait || settings.dryRun) {
+      settle(Status.Skipped, Reason.SpecChanged, 'its spec changed: helm-controller upgrades it on the new generation; outcome not awaited', 'none')
+    } else if (live?.suspend === true) {
+      settle(Status.Skipped, SkipReason.Suspended, 'its spec changed, but spec.suspend is true: helm-controller will not act on it', 'none')
+    } else if (live === undefined && planned.spec.change === 'modified') {
+      settle(Status.Skipped, SkipReason.NotFound, `HelmRelease ${releaseKey(planned)} does not exist in the cluster`, 'warning')
+    } else {
+      // A release the commit adds may not be applied yet: waited for from nothing.
+      const before = live ?? toHelmRelease({ metadata: { namespace: planned.namespace, name: planned.name } })
+      waits.push({ planned, release: before, before, token: undefined, force: false, reset: false, startedAt: now })
+    }
+  }
+  return { waits, settled }
+}
+
+/** Polls the release until the cluster holds its planned spec; a failed result when it never does. */
+async function waitForSpec(
+  cluster: ClusterClient,
+  planned: PlannedRelease,
+  deadline: number,
+  deps: Omit<TriggerDeps, 'git'>,
+): Promise<ReleaseResult | undefined> {
+  const spec = planned.spec
+  if (spec === undefined) return undefined
+  const started = deps.clock.now()
+  for (;;) {
+    const live = await cluster.getRelease(planned)
+    if (live !== undefined && specHolds(live.spec, spec.expect)) return undefined
+    if (deps.clock.now() + APPLY_POLL_MS > deadline) break
+    await deps.clock.sleep(APPLY_POLL_MS)
+  }
+  const message = `not patched: its new spec (${spec.fields.join(', ')}, ${spec.origin.file}:${spec.origin.line}) never reached the cluster within the timeout; is kustomize-controller applying it?`
+  deps.log.warning(`${releaseKey(planned)}: ${message}`)
+  return {
+    namespace: planned.namespace,
+    name: planned.name,
+    sources: planned.sources,
+    status: Status.Failed,
+    reason: Reason.SpecNotApplied,
+    message,
+    durationMs: deps.clock.now() - started,
+    severity: 'error',
+  }
+}
+
+/** What `apply: true` applies for a source: the allow-listed rendered object, or document at head; undefined when unreadable. */
+type ManifestOf = (source: PlannedSource) => AppliedSource | undefined
+
+function manifestsOf(prepared: PreparedPlan, settings: Settings): ManifestOf {
+  const options = { keys: keysFor(settings.annotationPrefix), semanticDigest: settings.semanticDigest, maxAliasCount: 100 }
+  const { rendered } = prepared
+  if (rendered === undefined) {
+    const files = new Map(prepared.headFiles.map((f) => [f.path, f]))
+    return (source) => {
+      const file = files.get(source.origin.file)
+      return file === undefined || file.content.type !== 'file' ? undefined : appliedSource(Buffer.from(file.content.bytes).toString('utf8'), source, options)
+    }
+  }
+  const objects = new Map(
+    rendered.head.objects.filter((o) => o.apiVersion === 'v1').map((o) => [`${o.kind}/${o.namespace ?? 'default'}/${o.name}`, o.object] as const),
+  )
+  return (source) => {
+    const object = objects.get(source.id)
+    return object === undefined ? undefined : appliedObjectOf(object, source, options)
+  }
 }
 
 /**
@@ -272,14 +403,14 @@ async function clusterReleases(cluster: ClusterClient, plan: Plan, notes: string
 async function applySources(
   cluster: ClusterClient,
   plan: Plan,
-  headFiles: readonly HeadFile[],
+  manifests: ManifestOf,
   head: string,
   settings: Settings,
   deadline: number,
   deps: Omit<TriggerDeps, 'git'>,
 ): Promise<SourceResult[]> {
   const needed = plan.sources.filter((s) => s.change !== 'deleted' && s.targets.length > 0)
-  const refused = settings.apply ? await applyManifests(cluster, needed, headFiles, settings, deps.log) : new Map<SourceId, string>()
+  const refused = settings.apply ? await applyManifests(cluster, needed, manifests, settings, deps.log) : new Map<SourceId, string>()
   if (!settings.waitForApply && !settings.apply) return []
   return mapLimit(needed, settings.maxConcurrency, async (source) => {
     const why = refused.get(source.id)
@@ -350,22 +481,18 @@ async function arrived(
 async function applyManifests(
   cluster: ClusterClient,
   sources: readonly PlannedSource[],
-  headFiles: readonly HeadFile[],
+  manifests: ManifestOf,
   settings: Settings,
   log: Logger,
 ): Promise<Map<SourceId, string>> {
-  const files = new Map(headFiles.map((f) => [f.path, f]))
-  const options = { keys: keysFor(settings.annotationPrefix), semanticDigest: settings.semanticDigest, maxAliasCount: 100 }
   const refused = new Map<SourceId, string>()
   await mapLimit(sources, settings.maxConcurrency, async (source) => {
     if (source.encrypted) {
       log.warning(`${source.id} is SOPS-encrypted: not applied (only kustomize-controller can decrypt it).`)
       return
     }
-    const file = files.get(source.origin.file)
-    if (file === undefined || file.content.type !== 'file')
-      throw new ConfigurationError(`${source.id}: its manifest in ${source.origin.file} could not be read back for apply.`)
-    const applied = appliedSource(Buffer.from(file.content.bytes).toString('utf8'), source, options)
+    const applied = manifests(source)
+    if (applied === undefined) throw new ConfigurationError(`${source.id}: its manifest in ${source.origin.file} could not be read back for apply.`)
     if ('refused' in applied) return void refused.set(source.id, applied.refused)
     try {
       await cluster.applyObject(applied.object, { dryRun: settings.dryRun })

@@ -3,7 +3,7 @@
 
 import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
-import type { PlannedSource, ReleaseRef } from '../../core/model.ts'
+import type { Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
 import { FAILED, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
@@ -73,9 +73,16 @@ function planJson(report: TriggerReport, range: Range): unknown {
       encrypted: s.encrypted,
       file: s.origin.file,
       line: s.origin.line,
+      ...(s.edits === undefined ? {} : { edits: s.edits }),
+      ...(s.renamedFrom === undefined ? {} : { renamedFrom: s.renamedFrom }),
       targets: s.targets.map((t) => ({ namespace: t.namespace, name: t.name, reasons: t.reasons })),
     })),
-    releases: report.plan.releases.map((r) => ({ namespace: r.namespace, name: r.name, sources: r.sources.map((s) => ({ id: s.id, digest: s.digest })) })),
+    releases: report.plan.releases.map((r) => ({
+      namespace: r.namespace,
+      name: r.name,
+      sources: r.sources.map((s) => ({ id: s.id, digest: s.digest, ...(s.origin === undefined ? {} : { file: s.origin.file, line: s.origin.line }) })),
+      ...(r.spec === undefined ? {} : { spec: { change: r.spec.change, fields: r.spec.fields, file: r.spec.origin.file, line: r.spec.origin.line } }),
+    })),
     problems: report.problems,
   }
 }
@@ -115,7 +122,7 @@ export function summaryMarkdown(report: TriggerReport): string {
   if (report.range !== undefined) lines.push('', `Range: ${rangeText(report.range)}`)
   for (const note of report.notes) lines.push('', `> ${cell(note)}`)
   if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
-  if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources))
+  if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources), ...specTable(report.plan.releases))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
   const values = valueChanges(report.plan.sources)
   if (values.length > 0) lines.push('', ...values)
@@ -162,13 +169,37 @@ export function valueChanges(sources: readonly PlannedSource[]): string[] {
   return ['### Values changed', '', '| Source | Key | Change | Before | After |', '| --- | --- | --- | --- | --- |', ...rows]
 }
 
+/** Releases whose own spec changed: helm-controller upgrades them on the new generation; the run waits for them. */
+function specTable(releases: readonly PlannedRelease[]): string[] {
+  const changed = releases.flatMap((r) => (r.spec === undefined ? [] : [{ r, spec: r.spec }]))
+  if (changed.length === 0) return []
+  return [
+    '',
+    '| HelmRelease | Spec | Fields | File |',
+    '| --- | --- | --- | --- |',
+    ...changed.map(({ r, spec }) => `| ${code(releaseKey(r))} | ${spec.change} | ${spec.fields.map((f) => code(f)).join(', ')} | ${code(at(spec.origin))} |`),
+  ]
+}
+
+/** `file:line` */
+export function at(origin: Origin): string {
+  return `${origin.file}:${origin.line}`
+}
+
+/** A result row's first cell: the source (and where it was edited), or the release's own spec change. */
+function sourceCell(r: ReleaseResult, s: ReleaseResult['sources'][number] | undefined): string {
+  if (s !== undefined) return `${code(s.id)}${s.origin === undefined ? '' : ` (${code(at(s.origin))})`}`
+  // Recovered releases have no source: one row each all the same.
+  if (r.spec === undefined) return '—'
+  return `spec ${r.spec.fields.map((f) => code(f)).join(', ')} (${code(at(r.spec.origin))})`
+}
+
 /** The per-release table: the job summary, the check run and the pull-request comment all show this one. */
 export function resultTable(report: TriggerReport): string[] {
-  // Recovered releases have no source: one row each all the same.
   const rows = report.results.flatMap((r) =>
     (r.sources.length > 0 ? r.sources : [undefined]).map(
       (s) =>
-        `| ${s === undefined ? '—' : code(s.id)} | ${code(releaseKey(r))} | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
+        `| ${sourceCell(r, s)} | ${code(releaseKey(r))} | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
     ),
   )
   return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
@@ -185,14 +216,18 @@ export function textReport(report: TriggerReport): string {
   const range = report.range === undefined ? [] : [`range: ${rangeText(report.range).replaceAll('`', '')}`]
   const out: string[] = [`helmrelease-trigger: ${headline(report)}`, ...range, ...report.notes.map((n) => `note: ${n}`)]
   if (report.planOnly !== undefined) out.push(report.planOnly)
-  const header = ['SOURCE', 'CHANGE', 'DIGEST', 'TARGETS']
+  const header = ['SOURCE', 'CHANGE', 'DIGEST', 'FILE', 'TARGETS']
   const sourceRows = report.plan.sources.map((s) => [
     s.id,
     s.change,
     s.digest === undefined ? '-' : short(s.digest),
+    at(s.origin),
     s.targets.map(releaseKey).join(',') || '-',
   ])
   if (sourceRows.length > 0) out.push('', ...columns([header, ...sourceRows]))
+  for (const r of report.plan.releases) {
+    if (r.spec !== undefined) out.push(`spec ${r.spec.change}: ${releaseKey(r)} (${r.spec.fields.join(', ')}) at ${at(r.spec.origin)}`)
+  }
   if (report.results.length > 0) {
     const rows = report.results.map((r) => [releaseKey(r), r.status, r.reason, revision(r), formatDuration(r.durationMs), r.message])
     out.push('', ...columns([['RELEASE', 'RESULT', 'REASON', 'REVISION', 'DURATION', 'DETAILS'], ...rows]))

@@ -143,6 +143,19 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
           : [`changed: ${(s.keyChanges ?? []).map((k) => (k.path === undefined ? k.key : `${k.key} → ${k.path}`)).join(', ')}`]),
       ].join('\n'),
     }))
+  const specs = report.plan.releases.flatMap((r): CheckAnnotation[] =>
+    r.spec === undefined
+      ? []
+      : [
+          {
+            path: r.spec.origin.file,
+            startLine: r.spec.origin.line,
+            level: 'notice',
+            title: `HelmRelease ${releaseKey(r)} spec ${r.spec.change}`,
+            message: `${r.spec.fields.join(', ')} changed: helm-controller upgrades it on the new generation; the run waits for it`,
+          },
+        ],
+  )
   const problems = report.problems.map((p): CheckAnnotation => ({
     path: p.file,
     startLine: p.line ?? 1,
@@ -150,7 +163,7 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
     title: 'helmrelease-trigger',
     message: p.message,
   }))
-  return [...sources, ...problems].slice(0, MAX_ANNOTATIONS)
+  return [...sources, ...specs, ...problems].slice(0, MAX_ANNOTATIONS)
 }
 
 /** Past this many, the job summary lists the rest: ten requests of 50 are enough for a check. */

@@ -5,6 +5,8 @@ import { keysFor } from '../../../../src/core/keys.ts'
 import { toHelmRelease } from '../../../../src/core/helmrelease.ts'
 import { parseSettings } from '../../../../src/settings.ts'
 import { FakeCluster, FakeGit } from '../../../../test/support/fakes.ts'
+import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
+import type { RenderCommit } from '../../../../src/modes/discover/run.ts'
 
 const keys = keysFor('nebius.ai')
 const LABEL = 'nebius.ai/helmrelease-trigger-operator'
@@ -118,5 +120,34 @@ describe('runDiscover --from-git', () => {
       'error:InvalidManifest:apps/broken.yaml:6',
       'warning:MissingSource:apps/release.yaml:1',
     ])
+  })
+
+  it('lints the rendered objects where Flux Kustomizations apply the repository: a generated source is no missing one', async () => {
+    const git = new FakeGit().commit('c', undefined, {
+      // The file-by-file view sees no ConfigMap named app-values-5tb6k2hm4f: only the generator does.
+      'apps/app/release.yaml':
+        'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  valuesFrom:\n    - kind: ConfigMap\n      name: app-values\n',
+    })
+    const generated = renderedSource({ name: 'app-values-5tb6k2hm4f', data: { 'values.yaml': 'a: 1' }, labels: { [LABEL]: 'true' } })
+    const reads = (name: string) => release({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name }] })
+    const render =
+      (objects: Parameters<typeof repo>[0], extra: Parameters<typeof repo>[1] = {}): RenderCommit =>
+      async () =>
+        repo(objects, extra)
+    const deps = { git: async () => git, connect: () => Promise.reject(new Error('no')), log }
+    const files = await runDiscover({ ...base, fromGit: true }, 'c', deps)
+    expect(files.findings.map((f) => f.code)).toEqual(['MissingSource'])
+    const rendered = await runDiscover({ ...base, fromGit: true }, 'c', { ...deps, render: render([generated, reads('app-values-5tb6k2hm4f')]) })
+    expect(rendered.findings).toEqual([])
+    expect(rendered.releases).toBe(1)
+    // A Kustomization that failed to render may hold the source: reported itself, no "missing" guess.
+    const failed = await runDiscover({ ...base, fromGit: true }, 'c', {
+      ...deps,
+      render: render([reads('other-values')], { problems: [{ kustomization: 'flux-system/apps', path: 'apps', message: 'kustomize build failed' }] }),
+    })
+    expect(failed.findings.map((f) => `${f.severity}:${f.code}:${f.file}`)).toEqual(['error:InvalidManifest:apps'])
+    // No Flux Kustomization: the files, one by one.
+    const none = await runDiscover({ ...base, fromGit: true }, 'c', { ...deps, render: render([], { kustomizations: [] }) })
+    expect(none.findings.map((f) => f.code)).toEqual(['MissingSource'])
   })
 })

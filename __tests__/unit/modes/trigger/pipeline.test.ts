@@ -6,6 +6,9 @@ import { runTrigger, type RunContext, type TriggerDeps } from '../../../../src/m
 import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
 import { ConflictError } from '../../../../src/kube/api-error.ts'
 import { triggerConfigMap } from '../../../../test/support/manifests.ts'
+import { release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
+import type { RenderRange } from '../../../../src/modes/trigger/pipeline.ts'
+import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
 
 const configMap = (value: string, extra = ''): string =>
   triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${value}${extra}` })
@@ -303,5 +306,107 @@ describe('runTrigger', () => {
     expect(connected).toBe(false)
     expect(report.plan.sources).toEqual([])
     expect(report.results).toEqual([])
+  })
+})
+
+describe('runTrigger on a rendered repository', () => {
+  // A commit the renderer turned into objects: the generated values ConfigMap of `app` changed
+  // at apps/app/values.yaml:2; `other` reads another key of it; `db` bumped its chart.
+  const values = (replicas: string) => ({ 'values.yaml': `image: v1\nreplicas: ${replicas}\n`, 'other.yaml': 'x: 1\n' })
+  const cm = (replicas: string) =>
+    renderedSource({ name: 'app-values', data: values(replicas), keyOrigins: { 'values.yaml': { file: 'apps/app/values.yaml', line: 1 } } })
+  const app = renderedRelease({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
+  const other = renderedRelease({ name: 'other', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values', valuesKey: 'other.yaml' }] })
+  const db = (version: string) => renderedRelease({ name: 'db', version, origin: { file: 'apps/db/release.yaml', line: 4 } })
+  const render: RenderRange = async () => ({ base: repo([cm('1'), app, other, db('1.0.0')]), head: repo([cm('2'), app, other, db('2.0.0')]) })
+  const git = new FakeGit().commit('a', undefined, {}).commit('b', 'a', {})
+  const dbSpec = (version: string) => ({ chart: { spec: { chart: 'db', version, sourceRef: { kind: 'HelmRepository', name: 'charts' } } } })
+  const liveCluster = () =>
+    new FakeCluster()
+      .addRelease('apps', 'app')
+      .addRelease('apps', 'other')
+      .addRelease('apps', 'db', dbSpec('2.0.0'))
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, values('2'))
+
+  /** Records what it is asked to wait for and answers each as upgraded. */
+  function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
+    return {
+      wait: async (_cluster, triggered) => {
+        seen.push(...triggered)
+        return triggered.map((t) => ({
+          namespace: t.planned.namespace,
+          name: t.planned.name,
+          sources: t.planned.sources,
+          status: Status.Upgraded,
+          reason: 'UpgradeSucceeded',
+          message: 'ok',
+          durationMs: 0,
+          severity: 'none' as const,
+        }))
+      },
+    }
+  }
+
+  it('patches only the release whose read key changed, names the edited line in the Event, and waits for the spec change unpatched', async () => {
+    const cluster = liveCluster()
+    const seen: Triggered[] = []
+    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, cluster), render, outcome: recordingWaiter(seen) })
+    expect(cluster.patches.map((p) => p.ref.name)).toEqual(['app'])
+    expect(cluster.events[0]?.message).toContain('ConfigMap/apps/app-values')
+    expect(cluster.events[0]?.message).toContain('at apps/app/values.yaml:2')
+    expect(seen.map((t) => [t.planned.name, t.token === undefined])).toEqual([
+      ['app', false],
+      ['db', true],
+    ])
+    expect(report.results.map((r) => [r.name, r.status, r.spec?.fields])).toEqual([
+      ['app', Status.Upgraded, undefined],
+      ['db', Status.Upgraded, ['spec.chart.spec.version']],
+    ])
+    expect(report.results[0]?.sources[0]?.origin).toEqual({ file: 'apps/app/values.yaml', line: 2 })
+  })
+
+  it('patches a release whose spec and source changed together only once the cluster holds its new spec', async () => {
+    const both: RenderRange = async () => ({
+      base: repo([cm('1'), renderedRelease({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
+      head: repo([cm('2'), renderedRelease({ name: 'app', version: '2.0.0', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
+    })
+    const stale = new FakeCluster()
+      .addRelease('apps', 'app', { chart: { spec: { version: '1.0.0' } } })
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, values('2'))
+    const missed = await runTrigger(settings({ wait: 'false', timeout: '2s' }), pushContext('a', 'b'), { ...deps(git, stale), render: both })
+    expect(stale.patches).toEqual([])
+    expect(missed.results.map((r) => [r.name, r.status, r.reason])).toEqual([['app', Status.Failed, 'SpecNotApplied']])
+
+    const held = new FakeCluster()
+      .addRelease('apps', 'app', { chart: { spec: { version: '2.0.0' } } })
+      .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, values('2'))
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(git, held), render: both })
+    expect(held.patches.map((p) => p.ref.name)).toEqual(['app'])
+    expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Triggered]])
+    expect(held.events[0]?.message).toContain('Its spec changed too (spec.chart.spec.version at apps/app/release.yaml:1)')
+  })
+
+  it('reports a spec change without waiting when wait is off, and plans it on a pull request', async () => {
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(git, liveCluster()), render })
+    expect(report.results.find((r) => r.name === 'db')).toMatchObject({ status: Status.Skipped, reason: 'SpecChanged' })
+    const context: RunContext = {
+      eventName: 'pull_request',
+      event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } },
+      sha: 'b',
+      runUrl: undefined,
+    }
+    const planned = await runTrigger(settings(), context, { ...deps(git, liveCluster()), render })
+    expect(planned.results.map((r) => [r.name, r.status])).toEqual([
+      ['app', Status.Planned],
+      ['db', Status.Planned],
+    ])
+  })
+
+  it('keeps the file-by-file plan when the renderer finds no Flux Kustomization', async () => {
+    const files = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
+    const none: RenderRange = async () => ({ base: repo([], { kustomizations: [] }), head: repo([], { kustomizations: [] }) })
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(files, cluster), render: none })
+    expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Triggered]])
   })
 })

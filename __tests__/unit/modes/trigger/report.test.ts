@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import type { Digest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
 import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../src/modes/trigger/report.ts'
 import { render, tableUnder } from '../../../../test/support/markdown.ts'
+import { code } from '../../../../src/lib/text.ts'
 import { Status, type ReleaseResult, type SourceResult, type TriggerReport, controllerReason } from '../../../../src/engine/result.ts'
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
@@ -445,9 +446,9 @@ describe('textReport', () => {
       'range: 111111111111..222222222222',
       'note: compared with the parent',
       '',
-      'SOURCE                     CHANGE    DIGEST        TARGETS',
-      `${CM}  modified  ${'a'.repeat(12)}  apps/app`,
-      `${SECRET}    added     ${'b'.repeat(12)}  apps/app,apps/worker`,
+      'SOURCE                     CHANGE    DIGEST        FILE                     TARGETS',
+      `${CM}  modified  ${'a'.repeat(12)}  apps/app/values.yaml:1   apps/app`,
+      `${SECRET}    added     ${'b'.repeat(12)}  apps/app/secrets.yaml:4  apps/app,apps/worker`,
       '',
       'RELEASE      RESULT    REASON            REVISION  DURATION  DETAILS',
       'apps/app     Upgraded  UpgradeSucceeded  1 → 2     42s       Helm upgrade succeeded',
@@ -463,5 +464,55 @@ describe('textReport', () => {
     expect(text).toBe(
       'helmrelease-trigger: nothing to trigger: no ConfigMap or Secret that triggers a release changed\nrange: 111111111111..222222222222\nno ConfigMap or Secret that triggers a release changed\n',
     )
+  })
+})
+
+describe('provenance of rendered plans', () => {
+  const rendered = report({
+    plan: {
+      sources: [
+        { ...SOURCES[0]!, origin: { file: 'apps/app/values.yaml', line: 12 }, edits: [{ key: 'values.yaml', file: 'apps/app/values.yaml', line: 12 }] },
+      ],
+      releases: [
+        { namespace: 'apps', name: 'app', sources: [{ id: CM, digest: digest('a'), encrypted: false, origin: { file: 'apps/app/values.yaml', line: 12 } }] },
+        {
+          namespace: 'apps',
+          name: 'db',
+          sources: [],
+          spec: { change: 'modified', origin: { file: 'apps/db/release.yaml', line: 3 }, fields: ['spec.chart.spec.version'], expect: [] },
+        },
+      ],
+      problems: [],
+    },
+    results: [
+      result('app', Status.Upgraded, {
+        sources: [{ id: CM, digest: digest('a'), origin: { file: 'apps/app/values.yaml', line: 12 } }],
+        revisionBefore: 1,
+        revisionAfter: 2,
+      }),
+      result('db', Status.Upgraded, { sources: [], spec: { fields: ['spec.chart.spec.version'], origin: { file: 'apps/db/release.yaml', line: 3 } } }),
+    ],
+  })
+
+  it('the summary names the edited line of each source and each spec change', () => {
+    const markdown = summaryMarkdown(rendered)
+    expect(tableRows(markdown, 'Releases').map((row) => cellsOf(row)[0])).toEqual([
+      `${code(CM)} (${code('apps/app/values.yaml:12')})`,
+      `spec ${code('spec.chart.spec.version')} (${code('apps/db/release.yaml:3')})`,
+    ])
+    expect(markdown.split('\n')).toContain(`| ${code('apps/db')} | modified | ${code('spec.chart.spec.version')} | ${code('apps/db/release.yaml:3')} |`)
+  })
+
+  it('the JSON plan carries the edits, each read source file:line and the spec changes', () => {
+    const plan = outputsOf(rendered).plan as { sources: unknown[]; releases: unknown[] }
+    expect(plan.sources[0]).toMatchObject({ file: 'apps/app/values.yaml', line: 12, edits: [{ key: 'values.yaml', file: 'apps/app/values.yaml', line: 12 }] })
+    expect(plan.releases).toEqual([
+      { namespace: 'apps', name: 'app', sources: [{ id: CM, digest: digest('a'), file: 'apps/app/values.yaml', line: 12 }] },
+      { namespace: 'apps', name: 'db', sources: [], spec: { change: 'modified', fields: ['spec.chart.spec.version'], file: 'apps/db/release.yaml', line: 3 } },
+    ])
+  })
+
+  it('the CLI text lists the spec changes under the sources', () => {
+    expect(textReport(rendered).split('\n')).toContain('spec modified: apps/db (spec.chart.spec.version) at apps/db/release.yaml:3')
   })
 })

@@ -63,6 +63,22 @@ describe('triggerVerdict', () => {
     expect(triggerVerdict(awkwardReport(), { failOn: 'error', runUrl: undefined }).annotations).toEqual(v.annotations)
   })
 
+  it('annotates a HelmRelease whose spec changed at its document, beside the sources', () => {
+    const base = triggerReport([plannedSource(CM, 'apps/web/values.yaml', 2, ['web'])], [])
+    const spec = { change: 'modified' as const, origin: { file: 'apps/db/release.yaml', line: 1 }, fields: ['spec.chart.spec.version'], expect: [] }
+    const report = { ...base, plan: { ...base.plan, releases: [...base.plan.releases, { namespace: 'apps', name: 'db', sources: [], spec }] } }
+    expect(triggerVerdict(report, { failOn: 'error', runUrl: RUN }).annotations).toEqual([
+      expect.objectContaining({ path: 'apps/web/values.yaml', startLine: 2, title: `${CM} modified` }),
+      {
+        path: 'apps/db/release.yaml',
+        startLine: 1,
+        level: 'notice',
+        title: 'HelmRelease apps/db spec modified',
+        message: 'spec.chart.spec.version changed: helm-controller upgrades it on the new generation; the run waits for it',
+      },
+    ])
+  })
+
   it('says so when a newer commit superseded the run', () => {
     const report = triggerReport(
       [plannedSource(CM, 'apps/values.yaml', 1, ['web'])],

@@ -1,0 +1,72 @@
+// The rendering trigger and discover plan on: src/render/ driven with the run's settings. Flux
+// Kustomizations found → the range rendered as Flux applies it; none → undefined, and the
+// modes read files one by one as before.
+
+import type { GitReader } from '../git/reader.ts'
+import { locateKustomize, type Kustomize } from '../kustomize/kustomize.ts'
+import { renderChange } from '../render/render-change.ts'
+import type { Settings } from '../settings.ts'
+import type { RenderCommit } from './discover/run.ts'
+import type { RenderRange } from './trigger/pipeline.ts'
+
+export interface RenderingOptions {
+  /** This repository's URL (GITHUB_SERVER_URL/GITHUB_REPOSITORY): GitRepositories with it are "this repository". */
+  readonly repositoryUrl: string | undefined
+  /** Let kustomize fetch remote bases: never in plan-only runs. */
+  readonly fetchRemote: boolean
+}
+
+/** This repository as Flux's GitRepository names it (`https://github.com/<owner>/<repo>`), when GITHUB_REPOSITORY says which. */
+export function repositoryUrlOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const repository = env['GITHUB_REPOSITORY']
+  return repository ? `${env['GITHUB_SERVER_URL'] ?? 'https://github.com'}/${repository}` : undefined
+}
+
+/** The range rendered at base and head, only what it can have changed (everything under full-sync or from the empty tree). */
+export function renderRangeOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderRange {
+  const kustomize = lazyKustomize(settings)
+  return async (range) => {
+    const whole = range.fullSync || range.base === undefined
+    const changed = whole || range.base === undefined ? [] : await git.changedFiles(range.base, range.head, () => true)
+    return renderChange(git, {
+      base: whole ? undefined : range.base,
+      head: range.head,
+      changedFiles: changed.map((c) => c.path),
+      repositoryUrl: options.repositoryUrl,
+      gitRepository: settings.gitRepository,
+      clusterRoot: settings.clusterRoot,
+      kustomize,
+      fetchRemote: options.fetchRemote,
+      scope: whole ? 'all' : 'changed',
+    })
+  }
+}
+
+/** One commit rendered whole, for `discover --from-git`. */
+export function renderCommitOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderCommit {
+  const kustomize = lazyKustomize(settings)
+  return async (head) => {
+    const rendered = await renderChange(git, {
+      base: undefined,
+      head,
+      changedFiles: [],
+      repositoryUrl: options.repositoryUrl,
+      gitRepository: settings.gitRepository,
+      clusterRoot: settings.clusterRoot,
+      kustomize,
+      fetchRemote: options.fetchRemote,
+      scope: 'all',
+    })
+    return rendered?.head
+  }
+}
+
+/** Located on the first build: a repository without Flux Kustomizations never needs kustomize installed. */
+function lazyKustomize(settings: Settings): Kustomize {
+  let located: Promise<Kustomize> | undefined
+  const get = (): Promise<Kustomize> => (located ??= locateKustomize({ path: settings.kustomizePath }))
+  return {
+    description: settings.kustomizePath ?? 'kustomize',
+    build: async (directory, buildOptions) => (await get()).build(directory, buildOptions),
+  }
+}

@@ -1,0 +1,89 @@
+// Hand-built rendered repositories (what src/render/ produces), for the planner's and the
+// pipeline's unit tests: no kustomize needed.
+
+import type { Provenance, RenderedObject, RenderedRepository } from '../../src/core/rendered.ts'
+
+export interface SourceSpec {
+  readonly name: string
+  readonly namespace?: string
+  readonly kind?: 'ConfigMap' | 'Secret'
+  readonly data?: Readonly<Record<string, string>>
+  readonly stringData?: Readonly<Record<string, string>>
+  readonly labels?: Readonly<Record<string, string>>
+  readonly annotations?: Readonly<Record<string, string>>
+  readonly origin?: Provenance
+  readonly keyOrigins?: Readonly<Record<string, Provenance>>
+  readonly kustomization?: string
+  readonly sops?: boolean
+}
+
+export function renderedSource(spec: SourceSpec): RenderedObject {
+  const kind = spec.kind ?? 'ConfigMap'
+  const namespace = spec.namespace ?? 'apps'
+  const metadata = {
+    name: spec.name,
+    namespace,
+    ...(spec.labels ? { labels: spec.labels } : {}),
+    ...(spec.annotations ? { annotations: spec.annotations } : {}),
+  }
+  return {
+    apiVersion: 'v1',
+    kind,
+    namespace,
+    name: spec.name,
+    object: {
+      apiVersion: 'v1',
+      kind,
+      metadata,
+      ...(spec.data ? { data: spec.data } : {}),
+      ...(spec.stringData ? { stringData: spec.stringData } : {}),
+      ...(spec.sops ? { sops: { mac: 'ENC[x]' } } : {}),
+    },
+    origin: spec.origin ?? { file: `apps/${spec.name}/kustomization.yaml`, line: 4 },
+    keyOrigins: spec.keyOrigins ?? {},
+    kustomization: spec.kustomization ?? 'flux-system/apps',
+  }
+}
+
+export interface ReleaseSpec {
+  readonly name: string
+  readonly namespace?: string
+  readonly valuesFrom?: readonly Readonly<Record<string, unknown>>[]
+  readonly version?: string
+  readonly values?: Readonly<Record<string, unknown>>
+  readonly labels?: Readonly<Record<string, string>>
+  readonly origin?: Provenance
+  readonly kustomization?: string
+}
+
+export function release(spec: ReleaseSpec): RenderedObject {
+  const namespace = spec.namespace ?? 'apps'
+  return {
+    apiVersion: 'helm.toolkit.fluxcd.io/v2',
+    kind: 'HelmRelease',
+    namespace,
+    name: spec.name,
+    object: {
+      apiVersion: 'helm.toolkit.fluxcd.io/v2',
+      kind: 'HelmRelease',
+      metadata: { name: spec.name, namespace, ...(spec.labels ? { labels: spec.labels } : {}) },
+      spec: {
+        interval: '10m',
+        chart: { spec: { chart: spec.name, version: spec.version ?? '1.0.0', sourceRef: { kind: 'HelmRepository', name: 'charts' } } },
+        ...(spec.valuesFrom ? { valuesFrom: spec.valuesFrom } : {}),
+        ...(spec.values ? { values: spec.values } : {}),
+      },
+    },
+    origin: spec.origin ?? { file: `apps/${spec.name}/release.yaml`, line: 1 },
+    keyOrigins: {},
+    kustomization: spec.kustomization ?? 'flux-system/apps',
+  }
+}
+
+export const repo = (objects: readonly RenderedObject[], extra: Partial<RenderedRepository> = {}): RenderedRepository => ({
+  objects,
+  problems: [],
+  notRendered: [],
+  kustomizations: ['flux-system/apps'],
+  ...extra,
+})
