@@ -44,7 +44,13 @@ const SCALABLE_DOCUMENT = /["']?kind["']?\s*:\s*["']?(?:Deployment|StatefulSet|R
 /** Releases checked at once: each holds its manifest in memory while its objects are read. */
 const RELEASES_AT_ONCE = 4
 
-export async function runDrift(settings: Settings, deps: DriftDeps): Promise<DriftReport> {
+/** What drift reads from the settings, and nothing else. */
+export type DriftOptions = Pick<
+  Settings,
+  'annotationPrefix' | 'namespaces' | 'selector' | 'driftIgnore' | 'driftAction' | 'maxConcurrency' | 'dryRun' | 'wait' | 'timeoutMs'
+>
+
+export async function runDrift(settings: DriftOptions, deps: DriftDeps): Promise<DriftReport> {
   const reader = await deps.objects()
   const scoped = settings.namespaces.length > 0 ? settings.namespaces : [undefined]
   const selector = settings.selector
@@ -273,7 +279,7 @@ function driftDisabled(live: Json): boolean {
 
 // ---- Act: correct -------------------------------------------------------------------------
 
-async function correct(drifted: readonly ReleaseDrift[], settings: Settings, deps: DriftDeps, ctx: CheckContext): Promise<Map<string, ReleaseDrift>> {
+async function correct(drifted: readonly ReleaseDrift[], settings: DriftOptions, deps: DriftDeps, ctx: CheckContext): Promise<Map<string, ReleaseDrift>> {
   const options = {
     keys: keysFor(settings.annotationPrefix),
     dryRun: settings.dryRun,

@@ -29,7 +29,13 @@ export interface RecoverDeps {
   readonly runUrl?: string
 }
 
-export async function runRecover(settings: Settings, deps: RecoverDeps): Promise<TriggerReport> {
+/** What recover reads from the settings, and nothing else. */
+export type RecoverOptions = Pick<
+  Settings,
+  'annotationPrefix' | 'recoverPatterns' | 'recoverMaxAttempts' | 'recoverBackoffMs' | 'namespaces' | 'maxConcurrency' | 'dryRun' | 'wait' | 'timeoutMs'
+>
+
+export async function runRecover(settings: RecoverOptions, deps: RecoverDeps): Promise<TriggerReport> {
   const keys = keysFor(settings.annotationPrefix)
   const policy: RecoveryPolicy = { patterns: settings.recoverPatterns, maxAttempts: settings.recoverMaxAttempts, backoffMs: settings.recoverBackoffMs, keys }
   const cluster = await deps.connect()

@@ -17,7 +17,7 @@ import type { ClusterClient, ReleaseEvent } from '../../kube/cluster.ts'
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import type { ListScope, WatchedResource } from '../../kube/list-watch.ts'
 import { releaseKey, type ReleaseRef, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
-import { runRecover } from '../recover/run.ts'
+import { runRecover, type RecoverOptions } from '../recover/run.ts'
 import { Status } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
 import { triggerRelease } from '../trigger/release.ts'
@@ -468,14 +468,25 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
     })
   }
 
+  // No outcome wait: helm-controller reports it on the release, and the next pass sees it.
+  const recoverOptions: RecoverOptions = {
+    annotationPrefix: settings.annotationPrefix,
+    recoverPatterns: settings.recoverPatterns,
+    recoverMaxAttempts: settings.recoverMaxAttempts,
+    recoverBackoffMs: settings.recoverBackoffMs,
+    namespaces: settings.namespaces,
+    maxConcurrency: settings.maxConcurrency,
+    dryRun: settings.dryRun,
+    wait: false,
+    timeoutMs: settings.timeoutMs,
+  }
   const recovering = settings.recoverIntervalMs === undefined ? Promise.resolve() : recoverLoop(settings.recoverIntervalMs)
   async function recoverLoop(intervalMs: number): Promise<void> {
     while (!stop.signal.aborted) {
       await abortableSleep(intervalMs, stop.signal)
       if (stop.signal.aborted || !ready || !isLeading()) continue
       try {
-        // No outcome wait: helm-controller reports it on the release, and the next pass sees it.
-        const report = await runRecover({ ...settings, wait: false }, { connect: async () => cluster, clock, log })
+        const report = await runRecover(recoverOptions, { connect: async () => cluster, clock, log })
         const count = (s: string): number => report.results.filter((r) => r.status === s).length
         log.event('info', 'recover pass done', { recovered: count(Status.Triggered), skipped: count(Status.Skipped), failed: count(Status.Failed) })
       } catch (error) {
