@@ -1,0 +1,139 @@
+// The GitOps loop end to end, with nothing standing in for Flux: a commit pushed to the
+// loopback git server is fetched by the real source-controller and applied by the real
+// kustomize-controller (a configMapGenerator's values, a SOPS Secret decrypted with an age
+// key made here); the bundled action, run as the runner runs it on that push, renders the
+// repository as Flux does, waits until kustomize-controller has applied the commit,
+// triggers, and reports helm-controller's upgrade at the line the commit edited.
+
+import { readFileSync } from 'node:fs'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { runAction, type ActionRun } from '../../test/support/action.ts'
+import { useCluster } from '../../test/support/context.ts'
+import { gitRevision, isAppliedAt } from '../../test/support/flux.ts'
+import type { GitRemote } from '../../test/support/git-server.ts'
+import { CLUSTER_ROOT, GIT_REPOSITORY_NAME, fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
+import { kustomizeBinary } from '../../test/support/kustomize.ts'
+import { ageKeySecret, encryptSecret, makeAgeKey, sopsTools, type AgeKey } from '../../test/support/sops.ts'
+
+const cluster = useCluster()
+const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
+
+let kustomize: string
+beforeAll(async () => {
+  // Cold builds take minutes; cached ones are instant.
+  kustomize = await kustomizeBinary()
+  await sopsTools()
+}, 45 * 60_000)
+
+interface Loop {
+  readonly namespace: string
+  readonly remote: GitRemote
+  head: string
+}
+
+/**
+ * Pushes the first commit and bootstraps Flux on it, as `flux bootstrap` would: the
+ * GitRepository and the root Kustomization (path clusters/demo) are applied by hand, the
+ * rest comes from the repository. Resolves when podinfo is installed (revision 1).
+ */
+async function bootstrap(prefix: string, files: (namespace: string) => Promise<Record<string, string>>): Promise<Loop> {
+  const namespace = await cluster.createNamespace(prefix)
+  const remote = await cluster.createGitRemote()
+  const head = await remote.push(await files(namespace), 'Add podinfo')
+  await cluster.applyGitRepository({ namespace, name: GIT_REPOSITORY_NAME, url: remote.url })
+  await cluster.applyKustomization({ namespace, name: 'flux-system', source: GIT_REPOSITORY_NAME, path: `./${CLUSTER_ROOT}` })
+  await cluster.syncKustomization(namespace, 'flux-system', head, { source: GIT_REPOSITORY_NAME })
+  await cluster.waitFor(async () => isAppliedAt(await cluster.getKustomization(namespace, 'apps'), gitRevision(head)), {
+    timeoutMs: 120_000,
+    message: `Kustomization ${namespace}/apps at ${head}`,
+  })
+  const installed = await cluster.waitForHelmReleaseReady(namespace, 'podinfo')
+  expect(installed.status?.history?.[0]).toMatchObject({ status: 'deployed' })
+  return { namespace, remote, head }
+}
+
+/**
+ * Pushes a commit and runs the action on that push at once; source-controller is asked to
+ * fetch it (a push webhook's job) only after the action has started, so the action finds the
+ * cluster still on the old commit and has to wait for kustomize-controller.
+ */
+async function pushAndRun(loop: Loop, files: Record<string, string>, message: string): Promise<ActionRun> {
+  const before = loop.head
+  loop.head = await loop.remote.push(files, message)
+  const run = runAction({
+    workspace: loop.remote.work.dir,
+    eventName: 'push',
+    event: { before, after: loop.head, ref: 'refs/heads/main' },
+    sha: loop.head,
+    inputs: {
+      kubeconfig,
+      timeout: '2m',
+      'cluster-root': CLUSTER_ROOT,
+      'git-repository': `${loop.namespace}/${GIT_REPOSITORY_NAME}`,
+      'kustomize-path': kustomize,
+    },
+  })
+  const synced = cluster.syncKustomization(loop.namespace, 'apps', loop.head, { source: GIT_REPOSITORY_NAME })
+  const [result] = await Promise.all([run, synced])
+  return result
+}
+
+function triggered(run: ActionRun): { name: string; status: string; revisionBefore?: number; revisionAfter?: number }[] {
+  return JSON.parse(run.outputs['triggered'] ?? '[]')
+}
+
+async function deployed(namespace: string): Promise<Record<string, string>> {
+  const rendered = await cluster.core.readNamespacedConfigMap({ namespace, name: 'podinfo' })
+  return rendered.data ?? {}
+}
+
+describe('the GitOps loop: push → kustomize-controller applies → the action triggers → helm-controller upgrades', () => {
+  it('waits for the generated ConfigMap of an edited values.yaml and reports Upgraded 1 → 2 at its line', async () => {
+    const values = (greeting: string): string => `replicas: 2\ngreeting: ${greeting}\n`
+    const loop = await bootstrap('gitops-values', async (namespace) => ({
+      ...fluxTree({ namespace, chartRepoUrl: cluster.chartRepoUrl }),
+      ...generatedValuesApp(values('hello')),
+    }))
+    expect((await deployed(loop.namespace))['greeting']).toBe('hello')
+
+    const run = await pushAndRun(loop, { 'apps/podinfo/values.yaml': values('bonjour') }, 'podinfo: say bonjour')
+
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expect(triggered(run)).toEqual([expect.objectContaining({ name: 'podinfo', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })])
+    expect(run.summary).toContain('1 → 2')
+    expect(run.summary).toContain('apps/podinfo/values.yaml:2')
+    // helm-controller upgraded with the values kustomize-controller applied, not the old ones.
+    expect((await deployed(loop.namespace))['greeting']).toBe('bonjour')
+  })
+
+  it('waits for the Kustomization to apply the commit of an edited SOPS Secret, decrypted, before it triggers', async () => {
+    let key: AgeKey | undefined
+    const secret = async (token: string, recipient: string): Promise<string> =>
+      encryptSecret(
+        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'podinfo-secret' }, type: 'Opaque', stringData: { 'values.yaml': `token: ${token}\n` } },
+        recipient,
+      )
+    const loop = await bootstrap('gitops-sops', async (namespace) => {
+      key = await makeAgeKey()
+      await cluster.core.createNamespacedSecret({ namespace, body: ageKeySecret(namespace, 'sops-age', key) })
+      return {
+        ...fluxTree({ namespace, chartRepoUrl: cluster.chartRepoUrl, decryptionSecret: 'sops-age' }),
+        'apps/podinfo/secret.yaml': await secret('first', key.recipient),
+        'apps/podinfo/release.yaml': podinfoRelease([{ kind: 'Secret', name: 'podinfo-secret' }]),
+        'apps/podinfo/kustomization.yaml': kustomization({ resources: ['repository.yaml', 'secret.yaml', 'release.yaml'] }),
+      }
+    })
+    expect((await deployed(loop.namespace))['token']).toBe('first')
+    if (key === undefined) throw new Error('no age key was made')
+
+    const run = await pushAndRun(loop, { 'apps/podinfo/secret.yaml': await secret('second', key.recipient) }, 'podinfo: rotate the token')
+
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expect(triggered(run)).toEqual([expect.objectContaining({ name: 'podinfo', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })])
+    expect(run.summary).toContain('1 → 2')
+    expect(run.summary).toContain('apps/podinfo/secret.yaml')
+    // The upgrade read the Secret kustomize-controller decrypted at the pushed revision.
+    expect((await deployed(loop.namespace))['token']).toBe('second')
+    expect(run.summary).not.toContain('second')
+  })
+})
