@@ -5,6 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { runAction } from '../../../test/support/action.ts'
+import { cell, code } from '../../../src/lib/text.ts'
 import { startGitHubApi, type GitHubApi } from '../../../test/support/github-api.ts'
 import { createRepo, type Repo } from '../../../test/support/repo.ts'
 import { triggerConfigMap } from '../../../test/support/manifests.ts'
@@ -55,9 +56,13 @@ describe('a pull request', () => {
     }
     const comments = api.comments(5)
     expect(comments).toHaveLength(1)
-    expect(comments[0]?.body).toContain('plan: 1 release would be triggered')
-    expect(comments[0]?.body).toContain('| `apps/web` | `ConfigMap/apps/web-values` | modified | named by the source | `apps/values.yaml:1` |')
-    expect(comments[0]?.body).toContain('| `ConfigMap/apps/web-values` | `values.yaml` → `image.tag` | modified | `"1.0"` | `"1.1"` |')
+    expect(comments[0]?.body).toContain(cell('plan: 1 release would be triggered'))
+    expect(comments[0]?.body).toContain(
+      `| ${code('apps/web')} | ${code('ConfigMap/apps/web-values')} | modified | named by the source | ${code('apps/values.yaml:1')} |`,
+    )
+    expect(comments[0]?.body).toContain(
+      `| ${code('ConfigMap/apps/web-values')} | ${code('values.yaml')} → ${code('image.tag')} | modified | ${code('"1.0"')} | ${code('"1.1"')} |`,
+    )
     expect(api.checkRuns).toHaveLength(1)
     expect(api.checkRuns[0]).toMatchObject({ head_sha: head, conclusion: 'neutral', output: { title: 'plan: 1 release would be triggered' } })
     expect(api.deployments).toEqual([])
