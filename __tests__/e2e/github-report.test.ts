@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction } from '../../test/support/action.ts'
+import { code } from '../../src/lib/text.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { startGitHubApi, type GitHubApi } from '../../test/support/github-api.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
@@ -87,7 +88,7 @@ describe('the GitHub report of a real upgrade', () => {
     const comments = api.comments(42)
     expect(comments).toHaveLength(1)
     expect(releaseTable(comments[0]?.body ?? '')).toEqual(table)
-    expect(comments[0]?.body).toContain('`values.yaml` → `greeting`')
+    expect(comments[0]?.body).toContain(`${code('values.yaml')} → ${code('greeting')}`)
 
     expect(api.deployments).toHaveLength(1)
     expect(api.deployments[0]?.statuses.map((s) => s.state)).toEqual(['in_progress', 'success'])
