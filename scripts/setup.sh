@@ -29,4 +29,11 @@ for version in $(node -p "require('./test/support/node-versions.json').join(' ')
   fi
 done
 
+# Debian's Chromium: the rendering test looks at the job summary, check and comment in a real browser.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "setup: installing chromium" >&2
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+fi
+
 test/cluster/build.sh kube source-controller helm-controller kustomize-controller kustomize sops

@@ -66,7 +66,8 @@ function isOurWorkflow(uses: unknown): boolean {
 }
 
 // secrets[matrix.secret]: a fleet's matrix job reads its own cluster's secret, named by the plan.
-const SECRET_EXPRESSION = /^\$\{\{\s*secrets(\.[A-Za-z_][A-Za-z0-9_]*|\[matrix\.[A-Za-z_][\w-]*\])\s*\}\}$/
+// `|| github.token`: the job's own token when no secret is given, never an inlined one.
+const SECRET_EXPRESSION = /^\$\{\{\s*secrets(\.[A-Za-z_][A-Za-z0-9_]*|\[matrix\.[A-Za-z_][\w-]*\])(\s*\|\|\s*github\.token)?\s*\}\}$/
 /** Keys whose value is a credential, whatever the action (kubeconfig, password, client-secret, token…). */
 const CREDENTIAL_KEY = /(^|[-_])(kubeconfig|password|secret|token|credentials|private[-_]?key|access[-_]key)$/i
 /** Credentials pasted into a file. */
@@ -268,6 +269,12 @@ describe(`the reusable workflow ${REUSABLE}`, () => {
       if (name === 'kubeconfig') {
         expect(Object.keys(called.secrets)).toContain('kubeconfig')
         expect(given['kubeconfig']).toMatch(/^\$\{\{\s*secrets\.kubeconfig\s*\}\}$/)
+        continue
+      }
+      // A token is a secret too; without one the job's own GITHUB_TOKEN, as the action's default.
+      if (name === 'github-token') {
+        expect(Object.keys(called.secrets)).toContain('github_token')
+        expect(given['github-token']).toMatch(/^\$\{\{\s*secrets\.github_token \|\| github\.token\s*\}\}$/)
         continue
       }
       expect(Object.keys(called.inputs), `action input '${name}' is not an input of ${REUSABLE}: add it there`).toContain(name)

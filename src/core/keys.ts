@@ -16,6 +16,16 @@ export const FLUX_KEYS = {
   watchLabelValue: 'Enabled',
 } as const
 
+/**
+ * Flux's event metadata annotations: helm-controller copies annotations under this prefix into
+ * its events, and notification-controller's commit-status and pull-request-comment providers
+ * act on a release that carries them.
+ */
+export const FLUX_EVENT_KEYS = {
+  commit: 'event.toolkit.fluxcd.io/commit',
+  changeRequest: 'event.toolkit.fluxcd.io/change_request',
+} as const
+
 export interface Keys {
   readonly prefix: string
   /** Label on ConfigMaps/Secrets that trigger, and (written by discovery) on HelmReleases. */

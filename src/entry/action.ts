@@ -55,12 +55,12 @@ export async function run(env: Env = process.env): Promise<void> {
         }
         if (settings.githubToken !== undefined) core.setSecret(settings.githubToken)
         const github = githubRunOf(settings, { ...context, env, log, sleep: systemClock.sleep, now: systemClock.now })
-        await github.start()
+        const found = await github.start()
         let report: TriggerReport
         try {
           const reader = await git()
           const render = renderRangeOf(settings, reader, { repositoryUrl: repositoryUrlOf(env), fetchRemote: refused === undefined })
-          report = await runTrigger(settings, context, { git: reader, render, connect: cluster, clock: systemClock, log, outcome })
+          report = await runTrigger(settings, { ...context, ...found }, { git: reader, render, connect: cluster, clock: systemClock, log, outcome })
         } catch (error) {
           await github.fail(messageOf(error))
           throw error

@@ -305,17 +305,21 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       sleep: systemClock.sleep,
       now: systemClock.now,
     })
-    await github.start()
+    const found = await github.start()
     let report: TriggerReport
     try {
-      report = await runTrigger(settings, context, {
-        git,
-        render: renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf({ ...io.env, GITHUB_REPOSITORY: repository }), fetchRemote: true }),
-        connect: cluster,
-        clock: systemClock,
-        log,
-        outcome: createOutcomeWaiter({ clock: systemClock, log }),
-      })
+      report = await runTrigger(
+        settings,
+        { ...context, ...found },
+        {
+          git,
+          render: renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf({ ...io.env, GITHUB_REPOSITORY: repository }), fetchRemote: true }),
+          connect: cluster,
+          clock: systemClock,
+          log,
+          outcome: createOutcomeWaiter({ clock: systemClock, log }),
+        },
+      )
     } catch (error) {
       await github.fail(messageOf(error))
       throw error

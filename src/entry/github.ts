@@ -25,7 +25,8 @@ export interface GitHubRunScope {
 }
 
 export interface GitHubRun {
-  start(): Promise<void>
+  /** Marks the check and the deployment in progress; returns the pull request behind the commit when flux-attribution wants it. */
+  start(): Promise<{ readonly changeRequest?: number }>
   finish(report: TriggerReport): Promise<void>
   /** A verdict rendered elsewhere (the fleet's, over every cluster). */
   finishWith(verdict: Verdict): Promise<void>
@@ -33,7 +34,7 @@ export interface GitHubRun {
   fail(message: string): Promise<void>
 }
 
-const NOTHING: GitHubRun = { start: async () => undefined, finish: async () => undefined, finishWith: async () => undefined, fail: async () => undefined }
+const NOTHING: GitHubRun = { start: async () => ({}), finish: async () => undefined, finishWith: async () => undefined, fail: async () => undefined }
 
 export function githubRunOf(settings: Settings, scope: GitHubRunScope): GitHubRun {
   const wanted = settings.githubReport.size > 0 || settings.deploymentEnvironment !== undefined
@@ -74,7 +75,11 @@ export function githubRunOf(settings: Settings, scope: GitHubRunScope): GitHubRu
     { client, now: scope.now, log: scope.log },
   )
   return {
-    start: () => reporter.start(),
+    start: async () => {
+      await reporter.start()
+      const changeRequest = settings.fluxAttribution ? await reporter.pullRequest() : undefined
+      return changeRequest === undefined ? {} : { changeRequest }
+    },
     finish: (report) => reporter.finish(triggerVerdict(report, { failOn: settings.failOn, runUrl: scope.runUrl })),
     finishWith: (verdict) => reporter.finish(verdict),
     fail: (message) => reporter.finish(errorVerdict(message, scope.runUrl)),

@@ -54,6 +54,8 @@ export interface GitHubScope {
 export interface GitHubReporter {
   /** Marks the check and the deployment in progress, before the cluster is touched. */
   start(): Promise<void>
+  /** The pull request behind the commit (looked up once); undefined when there is none or it cannot be read. */
+  pullRequest(): Promise<number | undefined>
   finish(verdict: Verdict): Promise<void>
 }
 
@@ -76,7 +78,7 @@ type Permission = 'checks' | 'statuses' | 'pull-requests' | 'deployments'
 export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): GitHubReporter {
   if (scope.fromFork) {
     deps.log.info('GitHub report: a pull request from a fork gets nothing written (no check, comment or deployment).')
-    return { start: async () => undefined, finish: async () => undefined }
+    return { start: async () => undefined, pullRequest: async () => undefined, finish: async () => undefined }
   }
   const { client, log } = deps
   const repo = { owner: scope.owner, repo: scope.repo }
@@ -177,7 +179,9 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
     )
   }
 
-  const pullRequestNumber = async (): Promise<number | undefined> => {
+  let lookup: Promise<number | undefined> | undefined
+  const pullRequestNumber = (): Promise<number | undefined> => (lookup ??= findPullRequest())
+  const findPullRequest = async (): Promise<number | undefined> => {
     if (scope.pullRequest !== undefined) return scope.pullRequest
     const pulls = await attempt('pull-requests', 'find the pull request of the commit', () =>
       client.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: scope.sha, per_page: 10 }),
@@ -240,6 +244,7 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
       if (scope.checks) await startCheck()
       if (scope.deploymentEnvironment !== undefined) await startDeployment(scope.deploymentEnvironment)
     },
+    pullRequest: pullRequestNumber,
     async finish(verdict) {
       if (!started && scope.deploymentEnvironment !== undefined) await startDeployment(scope.deploymentEnvironment)
       if (scope.checks) await finishCheck(verdict)

@@ -2,10 +2,13 @@
 // against GitHub's published REST description: checks, statuses, the sticky comment,
 // deployments, and what happens when GitHub refuses.
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createGitHubClient } from '../../../src/github/client.ts'
 import { commentMarker, createGitHubReporter, type GitHubScope, type Verdict } from '../../../src/github/reporter.ts'
 import { startGitHubApi, type GitHubApi } from '../../../test/support/github-api.ts'
+
+// The first test compiles the validators of GitHub's description: generous on a busy machine.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
 const SHA = 'a'.repeat(40)
 

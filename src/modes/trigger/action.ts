@@ -6,7 +6,7 @@
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import { isStalled, recordedDigests } from '../../core/helmrelease.ts'
 import type { ReleasePatch } from '../../kube/cluster.ts'
-import type { Keys } from '../../core/keys.ts'
+import { FLUX_EVENT_KEYS, type Keys } from '../../core/keys.ts'
 import { short } from '../../core/digest.ts'
 import type { ReleaseAction } from '../../engine/write-release.ts'
 import { Reason } from '../../engine/result.ts'
@@ -80,17 +80,36 @@ export function patchLanded(live: HelmRelease, token: string, keys: Keys): boole
   return live.annotations[keys.requestedAt] === token
 }
 
-/** The merge patch for a trigger: the token, the digests (merged with those recorded) and the discovery label. */
-export function buildPatch(live: HelmRelease, planned: PlannedRelease, decision: { force: boolean; reset: boolean }, token: string, keys: Keys): ReleasePatch {
+/** The commit (and pull request) a trigger came from, stamped for Flux's notification-controller. */
+export interface FluxAttribution {
+  readonly commit: string
+  readonly changeRequest?: number
+}
+
+/** The merge patch for a trigger: the token, the digests (merged with those recorded), the discovery label and the commit. */
+export function buildPatch(
+  live: HelmRelease,
+  planned: PlannedRelease,
+  decision: { force: boolean; reset: boolean },
+  token: string,
+  keys: Keys,
+  attribution?: FluxAttribution,
+): ReleasePatch {
   const digests = new Map<string, string>(recordedDigests(live.annotations[keys.configDigest]))
   for (const s of planned.sources) digests.set(s.id, s.digest)
-  const annotations: Record<string, string> = {
+  const annotations: Record<string, string | null> = {
     [keys.requestedAt]: token,
     [keys.configDigest]: compactDigestJson(digests),
   }
   // Flux acts on forceAt/resetAt only when they equal requestedAt.
   if (decision.force) annotations[keys.forceAt] = token
   if (decision.reset) annotations[keys.resetAt] = token
+  if (attribution !== undefined) {
+    annotations[FLUX_EVENT_KEYS.commit] = attribution.commit
+    // A merge patch with null removes a pull request an earlier run stamped: this commit has none.
+    if (attribution.changeRequest !== undefined) annotations[FLUX_EVENT_KEYS.changeRequest] = String(attribution.changeRequest)
+    else if (live.annotations[FLUX_EVENT_KEYS.changeRequest] !== undefined) annotations[FLUX_EVENT_KEYS.changeRequest] = null
+  }
   const labels: Record<string, string> = live.valuesFrom.length > 0 ? { [keys.triggerLabel]: keys.triggerLabelValue } : {}
   return { annotations, labels, resourceVersion: live.resourceVersion }
 }
@@ -120,6 +139,8 @@ export interface TriggerOptions {
   readonly requestedBy: string
   /** Link to the workflow run, named in the Event. */
   readonly runUrl: string | undefined
+  /** The commit (and pull request) stamped for Flux's notification-controller; watch mode has none. */
+  readonly attribution?: FluxAttribution
 }
 
 /** The live digest of each plain source of the release (undefined: gone); `listed` as in ReleaseAction.recheck. */
@@ -132,7 +153,7 @@ export function triggerAction(planned: PlannedRelease, options: TriggerOptions, 
       return decision.action === 'skip' ? { kind: 'skip', skip: decision } : { kind: 'write', write: decision }
     },
     ...(options.checkSuperseded ? { recheck: async (_live: HelmRelease, listed: boolean) => supersededBy(planned, await digests(listed)) } : {}),
-    patch: (write, live, token) => buildPatch(live, planned, write, token, options.keys),
+    patch: (write, live, token) => buildPatch(live, planned, write, token, options.keys, options.attribution),
     event: (write) => ({ reason: 'ConfigChanged', message: triggerEventMessage(planned, write, options) }),
   }
 }

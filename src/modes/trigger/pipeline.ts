@@ -33,6 +33,8 @@ export interface RunContext {
   readonly sha: string
   /** Link to the workflow run, named in the Kubernetes Events. */
   readonly runUrl: string | undefined
+  /** The pull request behind the commit, when the GitHub report found one (stamped for Flux). */
+  readonly changeRequest?: number
 }
 
 /** A range rendered as Flux applies it, at base (empty under full-sync) and head. */
@@ -78,6 +80,13 @@ export function planOptionsOf(settings: Settings): PlanOptions {
 /** Trigger's release options, from the settings: who asked (for the Event) and the run's link. */
 export function triggerOptionsOf(settings: Settings, keys: Keys, requestedBy: string, runUrl: string | undefined): TriggerOptions {
   return { keys, force: settings.force, reset: settings.reset, checkSuperseded: settings.waitForApply || settings.apply, requestedBy, runUrl }
+}
+
+/** A commit's trigger names the commit (and its pull request) for Flux's notification-controller, unless turned off. */
+function attributionOf(settings: Settings, context: RunContext, head: string): Pick<TriggerOptions, 'attribution'> {
+  if (!settings.fluxAttribution) return {}
+  const changeRequest = context.changeRequest ?? context.event.pull_request?.number
+  return { attribution: { commit: head, ...(changeRequest === undefined ? {} : { changeRequest }) } }
 }
 
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
@@ -153,7 +162,7 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
   // Events are a record, not the trigger: queued, and written once every patch is sent, while helm-controller works.
   const events: ReleaseEvent[] = []
   const scope: TriggerScope = {
-    options: triggerOptionsOf(settings, keys, `for commit ${range.head.slice(0, 12)}`, context.runUrl),
+    options: { ...triggerOptionsOf(settings, keys, `for commit ${range.head.slice(0, 12)}`, context.runUrl), ...attributionOf(settings, context, range.head) },
     write: {
       cluster,
       requestedAtKey: keys.requestedAt,

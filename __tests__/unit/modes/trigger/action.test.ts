@@ -289,6 +289,19 @@ describe('buildPatch', () => {
     })
   })
 
+  it('stamps the commit and the pull request for Flux, and clears a pull request the commit has not', () => {
+    const sha = 'c'.repeat(40)
+    const stamped = buildPatch(release(), planned, { force: false, reset: false }, TOKEN, keys, { commit: sha, changeRequest: 12 })
+    expect(stamped.annotations).toMatchObject({ 'event.toolkit.fluxcd.io/commit': sha, 'event.toolkit.fluxcd.io/change_request': '12' })
+    const earlier = release({ annotations: { 'event.toolkit.fluxcd.io/change_request': '11' } })
+    const plain = buildPatch(earlier, planned, { force: false, reset: false }, TOKEN, keys, { commit: sha })
+    expect(plain.annotations['event.toolkit.fluxcd.io/commit']).toBe(sha)
+    expect(plain.annotations['event.toolkit.fluxcd.io/change_request']).toBeNull()
+    expect(buildPatch(release(), planned, { force: false, reset: false }, TOKEN, keys, { commit: sha }).annotations).not.toHaveProperty(
+      'event.toolkit.fluxcd.io/change_request',
+    )
+  })
+
   it.each([
     [false, false, {}],
     [true, false, { 'reconcile.fluxcd.io/forceAt': TOKEN }],

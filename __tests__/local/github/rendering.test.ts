@@ -1,0 +1,129 @@
+// What people see: the job summary, the check run and the pull-request comment rendered as
+// GitHub-flavoured Markdown (marked) and laid out by a real browser (Debian's Chromium,
+// headless). Names with `|`, backticks and `<`, CRLF and 300-character messages must stay in
+// their cell, never split a row or turn into HTML. The screenshot is kept in artifacts/ for a
+// person to look at.
+
+import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { marked } from 'marked'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { summaryMarkdown } from '../../../src/modes/trigger/report.ts'
+import { triggerVerdict } from '../../../src/modes/trigger/verdict.ts'
+import { awkwardReport } from '../../../test/support/reports.ts'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
+
+const CHROMIUM = '/usr/bin/chromium'
+const ARTIFACTS = join(import.meta.dirname, '..', '..', '..', 'artifacts')
+const RUN = 'https://github.example/acme/fleet/actions/runs/4242'
+
+let profile: string
+let context: BrowserContext
+let page: Page
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium).`)
+  profile = mkdtempSync(join(tmpdir(), 'hrt-chromium-'))
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    viewport: { width: 1400, height: 900 },
+  })
+  page = context.pages()[0] ?? (await context.newPage())
+  // Nothing leaves loopback: the page is built in memory.
+  await page.route('**/*', (route) => (route.request().url().startsWith('data:') ? route.continue() : route.abort()))
+})
+
+afterAll(async () => {
+  await context?.close()
+  if (profile !== undefined) rmSync(profile, { recursive: true, force: true })
+})
+
+const report = awkwardReport()
+const verdict = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+const DOCUMENTS = {
+  'Job summary': summaryMarkdown(report),
+  'Check run': `# ${verdict.title}\n\n${verdict.summary}\n${verdict.text}`,
+  'Pull-request comment': verdict.comment,
+} as const
+
+const STYLE = `body{font:14px -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px;color:#1f2328}
+section{border:1px solid #d1d9e0;border-radius:6px;padding:8px 16px;margin-bottom:24px}
+h1.where{font-size:12px;text-transform:uppercase;color:#59636e;margin:0 0 8px}
+table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d1d9e0;padding:4px 10px;vertical-align:top;max-width:520px}
+th{background:#f6f8fa}code{background:#eff1f3;border-radius:4px;padding:1px 4px;font-size:12px}`
+
+async function render(): Promise<void> {
+  const sections = await Promise.all(
+    Object.entries(DOCUMENTS).map(
+      async ([where, markdown]) => `<section data-where="${where}"><h1 class="where">${where}</h1>${await marked.parse(markdown, { gfm: true })}</section>`,
+    ),
+  )
+  await page.setContent(`<!doctype html><html><head><meta charset="utf-8"><style>${STYLE}</style></head><body>${sections.join('\n')}</body></html>`)
+}
+
+interface Table {
+  readonly where: string
+  readonly header: string[]
+  readonly rows: string[][]
+}
+
+async function tables(): Promise<Table[]> {
+  return page.$$eval('section', (sections) =>
+    sections.flatMap((section) =>
+      [...section.querySelectorAll('table')].map((table) => ({
+        where: section.getAttribute('data-where') ?? '',
+        header: [...table.querySelectorAll('thead th')].map((th) => th.textContent ?? ''),
+        rows: [...table.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      })),
+    ),
+  )
+}
+
+describe('GitHub-flavoured Markdown in a real browser', () => {
+  it('keeps every awkward name and message inside its own cell, in every place', async () => {
+    await render()
+    const all = await tables()
+    for (const where of Object.keys(DOCUMENTS)) expect(all.some((t) => t.where === where)).toBe(true)
+    for (const t of all) {
+      for (const row of t.rows) expect(row, `${t.where}: ${t.header.join(' | ')}`).toHaveLength(t.header.length)
+    }
+    const releases = all.filter((t) => t.header[1] === 'Release')
+    expect(releases.map((t) => t.where)).toEqual(['Job summary', 'Check run', 'Pull-request comment'])
+    for (const t of releases) {
+      const cron = t.rows.find((r) => r[1] === 'apps/cron')
+      expect(cron?.[0]).toBe('ConfigMap/apps/a|b`c<d>')
+      expect(cron?.[6]).toBe('line one line two with a | pipe and `code` and <b>html</b>')
+      const web = t.rows.find((r) => r[1] === 'apps/web')
+      expect(web?.[6]).toHaveLength(300)
+      expect(web?.[3]).toBe('❌ Failed (UpgradeFailed)')
+      expect(web?.[4]).toBe('7 → 8')
+    }
+    // Messages are text: no element came from a message or a name.
+    expect(await page.$$eval('td b', (b) => b.length)).toBe(0)
+  })
+
+  it('shows the value changes, a Secret without its values', async () => {
+    await render()
+    const values = (await tables()).filter((t) => t.header[1] === 'Key')
+    expect(values).toHaveLength(3)
+    for (const t of values) {
+      expect(t.rows).toContainEqual(['ConfigMap/apps/web-values', 'values.yaml → ingress.host', 'added', '—', '"<web>|`prod`.example"'])
+      expect(t.rows).toContainEqual(['Secret/apps/db', 'password', 'modified', '(hidden)', '(hidden)'])
+    }
+  })
+
+  it('shows the plan table of a pull request, and the file names with their line', async () => {
+    await render()
+    const plan = (await tables()).filter((t) => t.header[0] === 'Source' && t.header[3] === 'File')
+    expect(plan).toHaveLength(1)
+    expect(plan[0]?.rows.map((r) => r[3])).toContain('clusters/prod/apps/`odd`<name>.yaml:12')
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await page.screenshot({ path: join(ARTIFACTS, 'github-report.png'), fullPage: true })
+    expect(existsSync(join(ARTIFACTS, 'github-report.png'))).toBe(true)
+  })
+})
