@@ -93,6 +93,8 @@ function fileText(path: string, content: FileContent, maxBytes: number, keys: Ke
       return [{ severity: 'warning', file: path, message: symlinkMessage(path, content.target) }]
     case 'file':
       return decodeFile(path, content.bytes, maxBytes, keys)
+    case 'oversized':
+      return [{ severity: 'error', file: path, message: `file is larger than ${formatBytes(maxBytes)} (${formatBytes(content.size)}), skipped` }]
   }
 }
 
