@@ -22,7 +22,8 @@ export function capProblems(problems: readonly FileProblem[], max: number, scope
   const more: FileProblem = {
     severity: worst,
     file: first?.file ?? '',
-    ...(scope === 'file' || first?.line === undefined ? {} : { line: first.line }),
+    // At the first problem left out: where to start reading.
+    ...(first?.line === undefined ? {} : { line: first.line }),
     message: `…and ${dropped.length} more problem${dropped.length === 1 ? '' : 's'} ${where} (the first ${max} are shown)`,
   }
   return [...kept, more]
