@@ -8,6 +8,7 @@ import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { triggerConfigMap } from '../../test/support/manifests.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { render } from '../../test/support/markdown.ts'
 
 const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
@@ -98,7 +99,8 @@ describe("a fork's content reaching the cluster through another event (audit F4)
       repository: { full_name: 'acme/app' },
     }))
     expect(run.exitCode, run.stdout).toBe(0)
-    expect(run.stdout).toContain('workflow_run event after a pull_request run from a fork (or of unknown origin): plan only')
+    expect(render(run.summary).lines.join('\n')).toContain('workflow_run event after a pull_request run from a fork (or of unknown origin): plan only')
+    expect(run.stdout).toContain('Planned (PlanOnly)')
     await untouched(namespace)
   })
 
@@ -109,7 +111,8 @@ describe("a fork's content reaching the cluster through another event (audit F4)
       repository: { full_name: 'acme/app' },
     }))
     expect(run.exitCode, run.stdout).toBe(0)
-    expect(run.stdout).toContain('issue_comment event on a pull request from a fork (or of unknown origin): plan only')
+    expect(render(run.summary).lines.join('\n')).toContain('issue_comment event on a pull request from a fork (or of unknown origin): plan only')
+    expect(run.stdout).toContain('Planned (PlanOnly)')
     await untouched(namespace)
   })
 })

@@ -214,7 +214,8 @@ describe('changedFiles', () => {
     const big = Uint8Array.from({ length: 5 * 1024 * 1024 + 3 }, (_, i) => (i * 31 + (i >> 10)) % 256)
     const base = await commit(dir, { 'small.txt': 's\n' })
     const head = await commit(dir, { 'big.bin': big, 'small.txt': 't\n' })
-    const changes = byPath(await reader.changedFiles(base, head, all))
+    // Over the manifest limit, so read through a reader with a larger one.
+    const changes = byPath(await (await createGitReader({ cwd: dir, maxBlobBytes: 8 * 1024 * 1024 })).changedFiles(base, head, all))
     const after = changes.get('big.bin')?.after
     expect(after?.type).toBe('file')
     if (after?.type !== 'file') return
@@ -367,8 +368,8 @@ describe('a large commit', () => {
     expect(wrong).toEqual([])
     expect(new Set(changes.map((c) => c.path)).size).toBe(count)
     const calls = (await readFile(log, 'utf8')).trim().split('\n')
-    expect(calls.filter((c) => c.startsWith('cat-file'))).toEqual(['cat-file --batch --buffer'])
-    expect(calls).toHaveLength(2) // the diff and the batch
+    expect(calls.filter((c) => c.startsWith('cat-file'))).toEqual(['cat-file --batch-check --buffer', 'cat-file --batch --buffer'])
+    expect(calls).toHaveLength(3) // the diff, the sizes and the batch
   }, 60_000)
 })
 

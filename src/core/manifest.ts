@@ -5,6 +5,7 @@
 import { posix } from 'node:path'
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseAllDocuments } from 'yaml'
 import { withUniqueKeys } from './yaml-keys.ts'
+import { capProblems, MAX_PROBLEMS_PER_FILE } from './problem-caps.ts'
 import type { Document } from 'yaml'
 import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
 import type { DigestContent } from './digest.ts'
@@ -75,7 +76,11 @@ export function parseManifestFile(path: string, content: FileContent, options: M
     sources: results.flatMap((r) => r.sources),
     releases: results.flatMap((r) => r.releases),
     ...(kustomizationNamespace === undefined ? {} : { kustomizationNamespace }),
-    problems: results.flatMap((r) => r.problems),
+    problems: capProblems(
+      results.flatMap((r) => r.problems),
+      MAX_PROBLEMS_PER_FILE,
+      'file',
+    ),
   }
 }
 
@@ -93,6 +98,8 @@ function fileText(path: string, content: FileContent, maxBytes: number, keys: Ke
       return [{ severity: 'warning', file: path, message: symlinkMessage(path, content.target) }]
     case 'file':
       return decodeFile(path, content.bytes, maxBytes, keys)
+    case 'oversized':
+      return [{ severity: 'error', file: path, message: `file is larger than ${formatBytes(maxBytes)} (${formatBytes(content.size)}), skipped` }]
   }
 }
 

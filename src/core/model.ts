@@ -186,6 +186,8 @@ export function byReleaseKey(a: ReleaseRef, b: ReleaseRef): number {
 export type FileContent =
   | { readonly type: 'file'; readonly bytes: Uint8Array }
   | { readonly type: 'symlink'; readonly target: string }
+  /** A blob over the reader's size limit: never read, only its size known. */
+  | { readonly type: 'oversized'; readonly size: number }
   /** Submodules and anything else that is not a blob. */
   | { readonly type: 'other' }
 

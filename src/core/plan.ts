@@ -3,6 +3,7 @@
 // No git, no cluster, no clock: everything it needs is in its input.
 
 import { addedKeys, keyChanges } from './key-changes.ts'
+import { capProblems, MAX_PROBLEMS_PER_RUN } from './problem-caps.ts'
 import { posix } from 'node:path'
 import { keysFor } from './keys.ts'
 import type { Keys } from './keys.ts'
@@ -590,7 +591,7 @@ function finishPlan(sources: readonly PlannedSource[], problems: readonly FilePr
   return {
     sources: [...sources].sort((a, b) => compareText(a.id, b.id)),
     releases: plannedReleases(sources),
-    problems: [...problems].sort(compareProblem),
+    problems: capProblems([...problems].sort(compareProblem), MAX_PROBLEMS_PER_RUN, 'run'),
   }
 }
 

@@ -115,7 +115,7 @@ export async function run(env: Env = process.env): Promise<void> {
         const report = await runWatchProcess(settings, { env, mask: (s) => core.setSecret(s), sink })
         const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
         say(`helmrelease-trigger: ${line}`)
-        if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(`## helmrelease-trigger: ${line}\n`).write()
+        if (env['GITHUB_STEP_SUMMARY']) await writeSummary(`## helmrelease-trigger: ${line}\n`)
         return
       }
     }
@@ -132,16 +132,17 @@ export async function run(env: Env = process.env): Promise<void> {
 }
 
 async function publish(report: TriggerReport, settings: Settings, env: Env): Promise<void> {
-  for (const p of report.problems) {
+  for (const p of report.problems.slice(0, MAX_ANNOTATIONS)) {
     const properties = { file: p.file, ...(p.line === undefined ? {} : { startLine: p.line }), title: 'helmrelease-trigger' }
     annotate(p.severity, p.message, properties)
   }
+  moreAnnotations(report.problems.length)
   const outputs = outputsOf(report)
   core.setOutput('triggered', JSON.stringify(outputs.triggered))
   core.setOutput('skipped', JSON.stringify(outputs.skipped))
   core.setOutput('failed', JSON.stringify(outputs.failed))
   core.setOutput('plan', JSON.stringify(outputs.plan))
-  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(summaryMarkdown(report)).write()
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(summaryMarkdown(report))
   say(`helmrelease-trigger: ${headline(report)}`)
   for (const r of report.results) say(`  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
   const failure = failureOf(report, settings.failOn)
@@ -149,7 +150,7 @@ async function publish(report: TriggerReport, settings: Settings, env: Env): Pro
 }
 
 async function publishDiscover(report: DiscoverReport, settings: Settings, env: Env): Promise<void> {
-  for (const f of report.findings) {
+  for (const f of report.findings.slice(0, MAX_ANNOTATIONS)) {
     // Findings from git point at the line to fix; cluster findings name the object instead.
     const properties = {
       title: `helmrelease-trigger ${f.code}`,
@@ -158,8 +159,9 @@ async function publishDiscover(report: DiscoverReport, settings: Settings, env: 
     }
     annotate(f.severity, f.message, properties)
   }
+  moreAnnotations(report.findings.length)
   core.setOutput('findings', JSON.stringify(report.findings))
-  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(discoverSummary(report)).write()
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(discoverSummary(report))
   say(`helmrelease-trigger discover: ${discoverHeadline(report)}`)
   for (const l of report.labels) say(`  ${l.namespace}/${l.name}: label ${l.action} ${l.status}: ${l.message}`)
   for (const f of report.findings) say(`  ${f.severity}: ${findingText(f)}`)
@@ -174,7 +176,7 @@ async function publishDrift(report: DriftReport, env: Env): Promise<void> {
     else if (r.state === 'Error') annotate('error', `${r.namespace}/${r.name}: ${r.message}`, { title: 'helmrelease-trigger drift' })
   }
   core.setOutput('drift', JSON.stringify(driftOutput(report)))
-  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(driftSummary(report)).write()
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(driftSummary(report))
   say(`helmrelease-trigger ${driftHeadline(report)}`)
   for (const r of report.releases) say(`  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`)
   const failure = driftFailure(report)
@@ -184,6 +186,29 @@ async function publishDrift(report: DriftReport, env: Env): Promise<void> {
 /** The only way a line reaches the log: untrusted text in it can start no workflow command. */
 function say(line: string): void {
   core.info(logLine(line))
+}
+
+/** Annotations per step: GitHub shows only the first few anyway; the rest are in the summary and outputs. */
+const MAX_ANNOTATIONS = 50
+/** GitHub refuses a step summary over 1 MiB; stay under it with room for the closing line. */
+const MAX_SUMMARY_BYTES = 1024 * 1024 - 4096
+
+function moreAnnotations(total: number): void {
+  if (total > MAX_ANNOTATIONS)
+    core.notice(`…and ${total - MAX_ANNOTATIONS} more problems: see the job summary and the outputs.`, { title: 'helmrelease-trigger' })
+}
+
+/** The job summary, cut at a line when it would pass GitHub's 1 MiB limit, saying how much was left out. */
+async function writeSummary(markdown: string): Promise<void> {
+  let text = markdown
+  if (Buffer.byteLength(text) > MAX_SUMMARY_BYTES) {
+    const lines = markdown.split('\n')
+    let bytes = 0
+    let kept = 0
+    while (kept < lines.length && bytes + Buffer.byteLength(lines[kept] ?? '') + 1 <= MAX_SUMMARY_BYTES) bytes += Buffer.byteLength(lines[kept++] ?? '') + 1
+    text = `${lines.slice(0, kept).join('\n')}\n\n…and ${lines.length - kept} more lines (the summary is capped at 1 MiB; the outputs have the rest).\n`
+  }
+  await core.summary.addRaw(text).write()
 }
 
 /** An annotation; the toolkit escapes line breaks, we escape controls and cap the length. */
@@ -208,7 +233,7 @@ async function publishFleetPlan(plan: FleetPlan, settings: Settings, env: Env): 
   }
   for (const [name, value] of Object.entries(fleetPlanOutputs(plan))) core.setOutput(name, value)
   if (settings.planFile !== undefined) core.setOutput('plan-file', settings.planFile)
-  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(fleetPlanMarkdown(plan)).write()
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(fleetPlanMarkdown(plan))
   core.info(`helmrelease-trigger ${fleetPlanHeadline(plan)}`)
   const failing = plan.clusters
     .flatMap((c) => c.plan.problems)
@@ -220,7 +245,7 @@ async function publishFleetPlan(plan: FleetPlan, settings: Settings, env: Env): 
 
 async function publishFleet(report: FleetReport, env: Env): Promise<void> {
   core.setOutput('fleet', JSON.stringify(fleetOutput(report)))
-  if (env['GITHUB_STEP_SUMMARY']) await core.summary.addRaw(fleetSummaryMarkdown(report)).write()
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(fleetSummaryMarkdown(report))
   core.info(`helmrelease-trigger ${fleetHeadline(report)}`)
   for (const c of report.clusters) {
     core.info(`  ${c.cluster} (wave ${c.wave}): ${c.state}${c.message === undefined ? '' : ` ${c.message}`}`)

@@ -6,6 +6,7 @@ import { lstat, readlink, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { ConfigurationError, GitError, messageOf } from '../lib/errors.ts'
 import type { FileChange, FileContent, HeadFile } from '../core/model.ts'
+import { DEFAULT_MAX_BYTES } from '../core/manifest.ts'
 
 /** Decides which repository-relative paths are listed and read at all. */
 export type PathFilter = (path: string) => boolean
@@ -37,6 +38,8 @@ export interface GitReaderOptions {
   readonly cwd: string
   /** The git executable; default `git` from PATH. */
   readonly git?: string
+  /** Blobs larger than this are never read, only reported with their size (default: the manifest limit, 1 MiB). */
+  readonly maxBlobBytes?: number
 }
 
 /** A path's entry in a tree: its mode and object. */
@@ -52,11 +55,12 @@ interface RawChange {
   readonly after?: TreeEntry
 }
 
-type Run = (args: readonly string[], options?: RunOptions) => Promise<RunResult>
+type Run = ((args: readonly string[], options?: RunOptions) => Promise<RunResult>) & { readonly maxBlobBytes?: number }
 
 export async function createGitReader(options: GitReaderOptions): Promise<GitReader> {
-  const run: Run = (args, runOptions) => runGit(options.git ?? 'git', options.cwd, args, runOptions)
-  await verifyRepository(options.cwd, run)
+  const git: Run = (args, runOptions) => runGit(options.git ?? 'git', options.cwd, args, runOptions)
+  await verifyRepository(options.cwd, git)
+  const run: Run = Object.assign(git, { maxBlobBytes: options.maxBlobBytes ?? DEFAULT_MAX_BYTES })
   return {
     resolve: (rev) => resolveCommit(run, rev),
     parent: (sha) => resolveCommit(run, `${sha}^1`),
@@ -216,11 +220,12 @@ function kindOf(mode: string): EntryKind {
   return 'other' // 160000 gitlink (a submodule's commit, not in this repository)
 }
 
-function contentOf(entry: TreeEntry, blobs: ReadonlyMap<string, Uint8Array>): FileContent {
+function contentOf(entry: TreeEntry, blobs: ReadonlyMap<string, Uint8Array | number>): FileContent {
   const kind = kindOf(entry.mode)
   if (kind === 'other') return { type: 'other' }
   const bytes = blobs.get(entry.object)
   if (bytes === undefined) throw new Error(`blob ${entry.object} was not read`) // a bug here, not in git
+  if (typeof bytes === 'number') return { type: 'oversized', size: bytes }
   return kind === 'symlink' ? { type: 'symlink', target: new TextDecoder().decode(bytes) } : { type: 'file', bytes }
 }
 
@@ -233,9 +238,44 @@ interface BatchObject {
   readonly bytes: Uint8Array
 }
 
-/** Reads the blobs of these entries (files and symlinks) through one `git cat-file --batch`. */
-async function readBlobs(run: Run, entries: readonly TreeEntry[]): Promise<Map<string, Uint8Array>> {
-  const wanted = [...new Set(entries.filter((e) => kindOf(e.mode) !== 'other').map((e) => e.object))]
+/**
+ * Reads the blobs of these entries (files and symlinks) through one `git cat-file --batch`, after
+ * `--batch-check` gave their sizes: a blob over the limit is never read (a pull request of huge
+ * files must not fill the runner's memory); its size stands in for its bytes.
+ */
+async function readBlobs(run: Run, entries: readonly TreeEntry[]): Promise<Map<string, Uint8Array | number>> {
+  const objects = [...new Set(entries.filter((e) => kindOf(e.mode) !== 'other').map((e) => e.object))]
+  if (objects.length === 0) return new Map()
+  const sizes = await blobSizes(run, objects)
+  const limit = run.maxBlobBytes ?? DEFAULT_MAX_BYTES
+  const oversized = objects.filter((o) => (sizes.get(o) ?? 0) > limit)
+  const wanted = objects.filter((o) => (sizes.get(o) ?? 0) <= limit)
+  const read = await readSmallBlobs(run, wanted)
+  return new Map<string, Uint8Array | number>([...read, ...oversized.map((o): [string, number] => [o, sizes.get(o) ?? 0])])
+}
+
+/** `git cat-file --batch-check`: each object's size, without reading it. */
+async function blobSizes(run: Run, objects: readonly string[]): Promise<Map<string, number>> {
+  const args = ['cat-file', '--batch-check', '--buffer']
+  const { stdout } = await run(args, { input: objects.join('\n') + '\n' })
+  const lines = stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+  if (lines.length !== objects.length) throw unexpectedOutput(commandLine(args), `${lines.length} lines for ${objects.length} requests`)
+  return new Map(
+    lines.map((line, i) => {
+      const [object = '', type = '', size = ''] = line.split(' ')
+      if (object !== objects[i] || type !== 'blob' || !/^\d+$/.test(size)) {
+        const detail = type === 'missing' ? 'not in the clone (partial or shallow clone?)' : `'${line}', not a blob`
+        throw new GitError({ command: commandLine(args), detail: `object ${objects[i]} is ${detail}` })
+      }
+      return [object, Number(size)]
+    }),
+  )
+}
+
+async function readSmallBlobs(run: Run, wanted: readonly string[]): Promise<Map<string, Uint8Array>> {
   if (wanted.length === 0) return new Map()
   const args = ['cat-file', '--batch', '--buffer']
   const parser = createBatchParser()
