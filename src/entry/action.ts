@@ -144,6 +144,8 @@ async function publish(report: TriggerReport, settings: Settings, env: Env): Pro
   core.setOutput('plan', JSON.stringify(outputs.plan))
   if (env['GITHUB_STEP_SUMMARY']) await writeSummary(summaryMarkdown(report))
   say(`helmrelease-trigger: ${headline(report)}`)
+  // Why nothing was written (a fork, a pull request), when the headline counts planned releases instead.
+  if (report.planOnly !== undefined && report.results.length > 0) say(report.planOnly)
   for (const r of report.results) say(`  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`)
   const failure = failureOf(report, settings.failOn)
   if (failure !== undefined) core.setFailed(plainText(failure))
