@@ -4,12 +4,13 @@
 // then removed in turn to record what the action does without it.
 
 import { readFileSync } from 'node:fs'
-import { RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node'
+import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { FIELD_MANAGER } from '../../src/kube/cluster.ts'
 
 const cluster = useCluster()
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api)
@@ -353,10 +354,16 @@ describe('apply: true', () => {
     const patchOnly = without(without(applyRules, '', 'configmaps', 'create'), '', 'secrets', 'create')
 
     const existing = await scenario('rbac-apply-upd', { liveConfigMap: false })
-    await cluster.core.createNamespacedConfigMap({
-      namespace: existing.namespace,
-      body: { metadata: { name: 'settings', namespace: existing.namespace }, data: { 'values.yaml': 'level: one\n' } },
-    })
+    // As a previous apply run left it: apply never forces, so the fields must be ours to update.
+    await cluster.core.patchNamespacedConfigMap(
+      {
+        namespace: existing.namespace,
+        name: 'settings',
+        fieldManager: FIELD_MANAGER,
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: existing.namespace }, data: { 'values.yaml': 'level: one\n' } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    )
     const updater = await identity(existing.namespace, SA, [
       ...(await bindClusterRole(existing.namespace, SA, 'trigger-clusterrole.yaml')),
       ...(await bindRole(existing.namespace, SA, patchOnly, 'trigger-apply-role.yaml')),
