@@ -13,6 +13,7 @@ import { gitRevision, isAppliedAt } from '../../test/support/flux.ts'
 import type { GitRemote } from '../../test/support/git-server.ts'
 import { CLUSTER_ROOT, GIT_REPOSITORY_NAME, fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
 import { kustomizeBinary } from '../../test/support/kustomize.ts'
+import { tableUnder } from '../../test/support/markdown.ts'
 import { ageKeySecret, encryptSecret, makeAgeKey, sopsTools, type AgeKey } from '../../test/support/sops.ts'
 
 const cluster = useCluster()
@@ -101,7 +102,8 @@ describe('the GitOps loop: push → kustomize-controller applies → the action 
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     expect(triggered(run)).toEqual([expect.objectContaining({ name: 'podinfo', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })])
     expect(run.summary).toContain('1 → 2')
-    expect(run.summary).toContain('apps/podinfo/values.yaml:2')
+    // The edited line, as the summary's plan table shows it to a reader.
+    expect(tableUnder(run.summary, 'Plan').map((row) => row[3])).toContain('apps/podinfo/values.yaml:2')
     // helm-controller upgraded with the values kustomize-controller applied, not the old ones.
     expect((await deployed(loop.namespace))['greeting']).toBe('bonjour')
   })
@@ -131,7 +133,7 @@ describe('the GitOps loop: push → kustomize-controller applies → the action 
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     expect(triggered(run)).toEqual([expect.objectContaining({ name: 'podinfo', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })])
     expect(run.summary).toContain('1 → 2')
-    expect(run.summary).toContain('apps/podinfo/secret.yaml')
+    expect(tableUnder(run.summary, 'Plan').map((row) => row[3] ?? '')).toContainEqual(expect.stringMatching(/^apps\/podinfo\/secret\.yaml/))
     // The upgrade read the Secret kustomize-controller decrypted at the pushed revision.
     expect((await deployed(loop.namespace))['token']).toBe('second')
     expect(run.summary).not.toContain('second')
