@@ -1,37 +1,14 @@
 // discover --from-git through the CLI, on a real repository with real commits (no cluster).
 import { describe, expect, it } from 'vitest'
+import { DISCOVER_RELEASE, discoverValues } from '../../test/support/manifests.ts'
 import { main } from '../../src/entry/cli.ts'
 import { createRepo } from '../../test/support/repo.ts'
-
-const RELEASE = `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: app
-  namespace: apps
-spec:
-  valuesFrom:
-    - kind: ConfigMap
-      name: app-values
-`
-const VALUES = (target: string) => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-values
-  namespace: apps
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-namespace: apps
-    nebius.ai/helmreleases-name: ${target}
-data:
-  a: "1"
-`
 
 describe('helmrelease-trigger discover --from-git (CLI)', () => {
   it('exits 1 on an error finding and names the file and line, 0 once fixed', async () => {
     const repo = createRepo()
     try {
-      repo.write({ 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('ap') })
+      repo.write({ 'apps/release.yaml': DISCOVER_RELEASE, 'apps/values.yaml': discoverValues('ap') })
       repo.commit('typo')
       let out = ''
       let err = ''
@@ -39,7 +16,7 @@ describe('helmrelease-trigger discover --from-git (CLI)', () => {
       expect(await main(['discover', '--from-git'], io)).toBe(1)
       expect(out).toContain('error: MissingRelease: apps/values.yaml:10:')
       expect(err).toContain('1 problem (fail-on: error)')
-      repo.write({ 'apps/values.yaml': VALUES('app') })
+      repo.write({ 'apps/values.yaml': discoverValues('app') })
       repo.commit('fix')
       expect(await main(['discover', '--from-git', '--json'], io)).toBe(0)
     } finally {

@@ -37,3 +37,32 @@ data:
 ${values}
 `
 }
+
+/** A HelmRelease reading ConfigMap app-values, for the discover lint tests (git and CLI alike). */
+export const DISCOVER_RELEASE = `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: app
+  namespace: apps
+spec:
+  valuesFrom:
+    - kind: ConfigMap
+      name: app-values
+`
+
+/** ConfigMap app-values labelled to trigger, its annotation naming `target` (a typo shows as a finding). */
+export function discoverValues(target: string): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-values
+  namespace: apps
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-namespace: apps
+    nebius.ai/helmreleases-name: ${target}
+data:
+  a: "1"
+`
+}

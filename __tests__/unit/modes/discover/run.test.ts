@@ -1,5 +1,6 @@
 // discover: labelAction, and runDiscover in the cluster and --from-git against fakes.
 import { describe, expect, it } from 'vitest'
+import { DISCOVER_RELEASE, discoverValues } from '../../../../test/support/manifests.ts'
 import { discoverFailure, discoverSummary, labelAction, runDiscover } from '../../../../src/modes/discover/run.ts'
 import { keysFor } from '../../../../src/core/keys.ts'
 import { toHelmRelease } from '../../../../src/core/helmrelease.ts'
@@ -72,35 +73,11 @@ describe('runDiscover against the fake cluster', () => {
   })
 })
 
-const RELEASE = `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: app
-  namespace: apps
-spec:
-  valuesFrom:
-    - kind: ConfigMap
-      name: app-values
-`
-const VALUES = (target: string) => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-values
-  namespace: apps
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-namespace: apps
-    nebius.ai/helmreleases-name: ${target}
-data:
-  a: "1"
-`
-
 describe('runDiscover --from-git', () => {
   it('passes a correct repository and points at the line of a mistaken annotation', async () => {
     const git = new FakeGit()
-      .commit('good', undefined, { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('app') })
-      .commit('bad', 'good', { 'apps/release.yaml': RELEASE, 'apps/values.yaml': VALUES('ap') })
+      .commit('good', undefined, { 'apps/release.yaml': DISCOVER_RELEASE, 'apps/values.yaml': discoverValues('app') })
+      .commit('bad', 'good', { 'apps/release.yaml': DISCOVER_RELEASE, 'apps/values.yaml': discoverValues('ap') })
     const deps = { git: async () => git, connect: () => Promise.reject(new Error('no cluster from git')), log }
     const good = await runDiscover({ ...base, fromGit: true }, 'good', deps)
     expect(good.findings).toEqual([])
@@ -112,7 +89,7 @@ describe('runDiscover --from-git', () => {
 
   it('reports sources missing from the repository as warnings and manifest problems with their line', async () => {
     const git = new FakeGit().commit('c', undefined, {
-      'apps/release.yaml': RELEASE,
+      'apps/release.yaml': DISCOVER_RELEASE,
       'apps/broken.yaml': 'kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: x\ndata:\n  port: 5432\n',
     })
     const report = await runDiscover({ ...base, fromGit: true }, 'c', { git: async () => git, connect: () => Promise.reject(new Error('no')), log })
