@@ -4,7 +4,8 @@
 import * as core from '@actions/core'
 import { ConfigurationError, messageOf } from '../lib/errors.ts'
 import { createGitReader } from '../git/reader.ts'
-import { clusterRefused, readEvent } from '../git/range.ts'
+import { readEvent } from '../github/event.ts'
+import { clusterRefused } from '../github/policy.ts'
 import { parseSettings } from '../settings.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { Logger } from '../engine/ports.ts'
@@ -26,7 +27,7 @@ export async function run(env: Env = process.env): Promise<void> {
     if (refused !== undefined && settings.mode !== 'trigger' && !noCluster) {
       throw new ConfigurationError(`mode '${settings.mode}' needs the cluster, refused: ${refused}. Run it on push, schedule or workflow_dispatch.`)
     }
-    const context: RunContext = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env) }
+    const context: RunContext = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env), refused }
     const ports: EntryPorts = {
       env,
       githubEnv: env,

@@ -200,7 +200,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
-    const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
+    // No event: nothing started by a pull request, so no refusal.
+    const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined, refused: undefined }
     const ports: EntryPorts = {
       env: io.env,
       githubEnv: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },

@@ -25,7 +25,6 @@ import { triggerResult } from '../modes/trigger/report.ts'
 import type { LogSink } from '../modes/watch/log.ts'
 import { runWatchProcess } from '../modes/watch/process.ts'
 import type { WatchReport } from '../modes/watch/run.ts'
-import { clusterRefused } from '../git/range.ts'
 import type { Settings } from '../settings.ts'
 import { githubRunOf, type GitHubRun } from './github.ts'
 
@@ -65,8 +64,7 @@ const trigger: EntryMode = {
     const found = await github.start()
     const report = await failingCheck(github, async () => {
       const git = await ports.git()
-      const fetchRemote = clusterRefused(context.eventName, context.event, settings.allowPullRequests) === undefined
-      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), fetchRemote })
+      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), fetchRemote: context.refused === undefined })
       return runTrigger(settings, { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
     })
     await github.finish(report)

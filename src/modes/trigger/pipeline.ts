@@ -21,7 +21,8 @@ import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
-import { clusterRefused, resolveRange, type GitHubEventLike, type Range } from '../../git/range.ts'
+import { resolveRange, type Range } from '../../git/range.ts'
+import type { GitHubEventLike } from '../../github/event.ts'
 import { FAILED, Reason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
 
@@ -35,6 +36,8 @@ export interface RunContext {
   readonly runUrl: string | undefined
   /** The pull request behind the commit, when the GitHub report found one (stamped for Flux). */
   readonly changeRequest?: number
+  /** Why this run must not touch a cluster (github/policy.ts, decided once by the entry); undefined: it may. */
+  readonly refused: string | undefined
 }
 
 /** A range rendered as Flux applies it, at base (empty under full-sync) and head. */
@@ -133,7 +136,7 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
   let plan = prepared.plan
   const base = { range, dryRun: settings.dryRun, notes: [...range.notes, ...(plan.notes ?? [])], problems: plan.problems }
 
-  const planOnly = clusterRefused(context.eventName, context.event, settings.allowPullRequests)
+  const planOnly = context.refused
   const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined)
   if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
   if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [], results: [] }
