@@ -25,7 +25,7 @@ import { triggerResult } from '../modes/trigger/report.ts'
 import type { LogSink } from '../modes/watch/log.ts'
 import { runWatchProcess } from '../modes/watch/process.ts'
 import type { WatchReport } from '../modes/watch/run.ts'
-import type { Settings } from '../settings.ts'
+import { discoverOptionsOf, triggerRunOptionsOf, type Settings } from '../settings.ts'
 import { githubRunOf, type GitHubRun } from './github.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -65,7 +65,7 @@ const trigger: EntryMode = {
     const report = await failingCheck(github, async () => {
       const git = await ports.git()
       const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), fetchRemote: context.refused === undefined })
-      return runTrigger(settings, { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
+      return runTrigger(triggerRunOptionsOf(settings), { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
     })
     await github.finish(report)
     return triggerResult(report, settings.failOn)
@@ -79,7 +79,8 @@ const plan: EntryMode = {
     const context = await ports.contextAt(async () => git)
     if (settings.clusters !== undefined) return fleetPlanResult(await runFleetPlan(settings, context, git), settings)
     const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })
-    return triggerResult(planReport(await preparePlan(settings, context, git, render), settings, 'plan only'), settings.failOn)
+    const options = triggerRunOptionsOf(settings)
+    return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
   },
 }
 
@@ -126,7 +127,12 @@ const discover: EntryMode = {
   name: 'discover',
   async run(settings, ports) {
     const render = async (head: string) => renderCommitOf(settings, await ports.git(), { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })(head)
-    const report = await runDiscover(settings, ports.context.sha, { git: ports.git, render, connect: clusterOf(settings, ports), log: ports.log })
+    const report = await runDiscover(discoverOptionsOf(settings), ports.context.sha, {
+      git: ports.git,
+      render,
+      connect: clusterOf(settings, ports),
+      log: ports.log,
+    })
     return discoverResult(report, settings.failOn)
   },
 }

@@ -15,7 +15,7 @@ import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceI
 import { pathFilter, repositoryManifests, type RepositoryManifests } from '../../core/plan.ts'
 import { renderedManifests } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
-import type { Settings } from '../../settings.ts'
+import type { DiscoverOptions } from '../../settings.ts'
 import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { writeRelease, type WriteContext } from '../../engine/write-release.ts'
@@ -46,13 +46,13 @@ export interface DiscoverDeps {
   readonly log: Logger
 }
 
-export async function runDiscover(settings: Settings, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
+export async function runDiscover(settings: DiscoverOptions, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
   return settings.fromGit ? discoverFromGit(settings, sha, await deps.git(), deps.render) : discoverInCluster(settings, await deps.connect(), deps.log)
 }
 
 // ---- Cluster ------------------------------------------------------------------------------
 
-async function discoverInCluster(settings: Settings, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
+async function discoverInCluster(settings: DiscoverOptions, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
   const keys = keysFor(settings.annotationPrefix)
   const scoped = settings.namespaces.length > 0 ? settings.namespaces : [undefined]
   const notes: string[] = []
@@ -71,7 +71,13 @@ async function discoverInCluster(settings: Settings, cluster: ClusterClient, log
 }
 
 /** Adds or removes our label through the write engine; every release is decided on its listed copy first. */
-async function relabelAll(cluster: ClusterClient, releases: readonly HelmRelease[], keys: Keys, settings: Settings, log: Logger): Promise<LabelChange[]> {
+async function relabelAll(
+  cluster: ClusterClient,
+  releases: readonly HelmRelease[],
+  keys: Keys,
+  settings: DiscoverOptions,
+  log: Logger,
+): Promise<LabelChange[]> {
   const write: WriteContext = {
     cluster,
     requestedAtKey: keys.requestedAt,
@@ -98,7 +104,7 @@ interface ListedSources {
 async function annotatedSources(
   cluster: ClusterClient,
   scoped: readonly (string | undefined)[],
-  settings: Settings,
+  settings: DiscoverOptions,
   notes: string[],
   log: Logger,
 ): Promise<ListedSources> {
@@ -123,7 +129,7 @@ async function annotatedSources(
 }
 
 /** A live object's metadata read as a manifest would be, so annotations obey exactly the same rules. */
-function liveSource(object: SourceObject, settings: Settings): { source?: LintSource; findings: Finding[] } {
+function liveSource(object: SourceObject, settings: DiscoverOptions): { source?: LintSource; findings: Finding[] } {
   const id = sourceId(object)
   const manifest = {
     apiVersion: 'v1',
@@ -154,7 +160,7 @@ async function outsideScope(
   cluster: ClusterClient,
   releases: readonly HelmRelease[],
   sources: readonly LintSource[],
-  settings: Settings,
+  settings: DiscoverOptions,
 ): Promise<ReleaseManifest[]> {
   if (settings.namespaces.length === 0) return []
   const listed = new Set(settings.namespaces)
@@ -176,7 +182,7 @@ async function referencedSources(
   cluster: ClusterClient,
   releases: readonly HelmRelease[],
   keys: Keys,
-  settings: Settings,
+  settings: DiscoverOptions,
   notes: string[],
   log: Logger,
 ): Promise<ReadonlyMap<SourceId, LintSource | 'missing' | 'unknown'>> {
@@ -206,7 +212,7 @@ function warn(notes: string[], log: Logger, note: string): void {
 
 // ---- Repository ---------------------------------------------------------------------------
 
-async function discoverFromGit(settings: Settings, sha: string, git: GitReader, render?: RenderCommit): Promise<DiscoverReport> {
+async function discoverFromGit(settings: DiscoverOptions, sha: string, git: GitReader, render?: RenderCommit): Promise<DiscoverReport> {
   const keys = keysFor(settings.annotationPrefix)
   const rev = settings.head ?? sha
   const head = await git.resolve(rev)
