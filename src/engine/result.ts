@@ -72,6 +72,13 @@ export function controllerReason(text: string): ControllerReason {
   return text as ControllerReason
 }
 
+const OWN: ReadonlySet<string> = new Set(Object.values(Reason))
+
+/** A reason read back as text (a cluster's result file): ours when it is in the vocabulary, else helm-controller's. */
+export function reasonOf(text: string): Reason {
+  return OWN.has(text) ? (text as OwnReason) : controllerReason(text)
+}
+
 export interface ReleaseResult extends ReleaseRef {
   /** The changed sources it read, each with where the key it reads was edited (when known). */
   readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly origin?: Origin }[]

@@ -6,7 +6,7 @@ import { formatDuration } from '../../lib/duration.ts'
 import type { FileProblem, Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
-import { FAILED, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
+import { FAILED, Status, type Reason, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
 import { short } from '../../core/digest.ts'
 import type { Annotation, ModeResult } from '../mode.ts'
@@ -28,7 +28,7 @@ export interface OutputEntry extends ReleaseRef {
   readonly status: Status
   readonly token?: string
   readonly sources: readonly string[]
-  readonly reason?: string
+  readonly reason?: Reason
   readonly message?: string
   readonly revisionBefore?: number
   readonly revisionAfter?: number
