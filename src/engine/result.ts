@@ -1,5 +1,6 @@
 // One typed result per release: the summary, the outputs, the logs and the Events all read it.
 
+import type { HelmRelease } from '../core/helmrelease.ts'
 import type { Digest, FileProblem, Origin, Plan, ReleaseRef, SourceId } from '../core/model.ts'
 import type { Range } from '../git/range.ts'
 
@@ -120,3 +121,30 @@ export interface TriggerReport {
 }
 
 export const FAILED: ReadonlySet<Status> = new Set([Status.Failed, Status.TimedOut])
+
+/** A patch sent, as far as its result needs it (outcome.ts's Triggered is one). */
+export interface Sent {
+  readonly planned: ReleaseRef & { readonly sources: ReleaseResult['sources'] }
+  readonly before: HelmRelease
+  readonly token: string | undefined
+  readonly startedAt: number
+}
+
+/**
+ * The result of a patch whose outcome is not awaited (wait: false) or that was a server-side dry
+ * run: what was requested (`reconcile`, `reconcile and reset`) and the revision it started from.
+ */
+export function requestedResult(sent: Sent, requested: { readonly reason: OwnReason; readonly what: string }, dryRun: boolean, now: number): ReleaseResult {
+  return {
+    namespace: sent.planned.namespace,
+    name: sent.planned.name,
+    sources: sent.planned.sources,
+    status: dryRun ? Status.DryRun : Status.Triggered,
+    reason: dryRun ? Reason.DryRun : requested.reason,
+    message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : `${requested.what} requested; outcome not awaited`,
+    token: sent.token,
+    revisionBefore: sent.before.status.history[0]?.version,
+    durationMs: now - sent.startedAt,
+    severity: 'none',
+  }
+}

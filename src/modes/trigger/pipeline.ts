@@ -23,7 +23,7 @@ import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-re
 import type { RenderedRepository } from '../../core/rendered.ts'
 import { resolveRange, type Range } from '../../git/range.ts'
 import type { GitHubEventLike } from '../../github/event.ts'
-import { FAILED, Reason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
+import { FAILED, Reason, requestedResult, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { PlanSettings, TriggerRunOptions } from '../../settings.ts'
 
 /** What the run is about: the event and where it came from. */
@@ -203,7 +203,7 @@ export async function executePlan(
   const waited =
     settings.wait && !settings.dryRun && deps.outcome !== undefined && watched.length > 0
       ? await deps.outcome.wait(cluster, watched, deps.clock.now() + settings.timeoutMs)
-      : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
+      : triggered.map((t) => requestedResult(t, { reason: Reason.ReconcileRequested, what: 'reconcile' }, settings.dryRun, deps.clock.now()))
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
@@ -522,21 +522,6 @@ async function applyManifests(
     }
   })
   return refused
-}
-
-function triggeredResult(t: Triggered, dryRun: boolean, now: number): ReleaseResult {
-  return {
-    namespace: t.planned.namespace,
-    name: t.planned.name,
-    sources: t.planned.sources,
-    status: dryRun ? Status.DryRun : Status.Triggered,
-    reason: dryRun ? Reason.DryRun : Reason.ReconcileRequested,
-    message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : 'reconcile requested; outcome not awaited',
-    token: t.token,
-    revisionBefore: t.before.status.history[0]?.version,
-    durationMs: now - t.startedAt,
-    severity: 'none',
-  }
 }
 
 /** A Warning Event on each release whose upgrade failed, so `kubectl describe` shows it too. */
