@@ -14,7 +14,6 @@ type Env = Readonly<Record<string, string | undefined>>
 
 export interface GitHubRunScope {
   readonly env: Env
-  readonly eventName: string
   readonly event: GitHubEventLike
   /** The commit the run is about (GITHUB_SHA, or the CLI's head). */
   readonly sha: string
