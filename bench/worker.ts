@@ -86,7 +86,7 @@ function inputs(values: Readonly<Record<string, string>>): (name: string) => str
 }
 
 function dispatchContext(head: string): RunContext {
-  return { eventName: 'workflow_dispatch', event: {}, sha: head, runUrl: undefined }
+  return { eventName: 'workflow_dispatch', event: {}, sha: head, runUrl: undefined, refused: undefined }
 }
 
 /**

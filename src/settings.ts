@@ -469,3 +469,32 @@ function prefix(read: InputReader): string {
   }
   return v
 }
+
+// ---- Per-mode projections: the fields each mode reads, and nothing else -------------------------
+
+const PLAN_FIELDS = ['paths', 'annotationPrefix', 'defaultNamespace', 'semanticDigest', 'discover'] as const
+/** What the planner reads. */
+export type PlanSettings = Pick<Settings, (typeof PLAN_FIELDS)[number]>
+
+const TRIGGER_FIELDS = [
+  ...PLAN_FIELDS,
+  ...(['base', 'head', 'fullSync', 'force', 'reset', 'waitForApply', 'apply', 'wait', 'dryRun', 'fluxAttribution', 'timeoutMs', 'maxConcurrency'] as const),
+]
+/** What the trigger pipeline (plan, wait for apply, patch, outcome) reads. */
+export type TriggerRunOptions = Pick<Settings, (typeof TRIGGER_FIELDS)[number]>
+
+export function triggerRunOptionsOf(settings: Settings): TriggerRunOptions {
+  return pick(settings, TRIGGER_FIELDS)
+}
+
+const DISCOVER_FIELDS = [...PLAN_FIELDS, ...(['fromGit', 'head', 'namespaces', 'dryRun', 'maxConcurrency'] as const)]
+/** What discover (relabel and lint, in the cluster or from git) reads. */
+export type DiscoverOptions = Pick<Settings, (typeof DISCOVER_FIELDS)[number]>
+
+export function discoverOptionsOf(settings: Settings): DiscoverOptions {
+  return pick(settings, DISCOVER_FIELDS)
+}
+
+function pick<K extends keyof Settings>(settings: Settings, keys: readonly K[]): Pick<Settings, K> {
+  return Object.fromEntries(keys.map((k) => [k, settings[k]])) as Pick<Settings, K>
+}

@@ -137,7 +137,7 @@ async function run(s: Setup, options: RunOptions = {}): Promise<TriggerReport> {
   }
   return runTrigger(
     settings,
-    { eventName: 'push', event: { before: s.before, after: s.after }, sha: s.after, runUrl: undefined },
+    { eventName: 'push', event: { before: s.before, after: s.after }, sha: s.after, runUrl: undefined, refused: undefined },
     { git, connect: connectObserved, clock: systemClock, log },
   )
 }

@@ -44,7 +44,7 @@ async function run(
   const log = { info: () => undefined, warning: () => undefined }
   return runTrigger(
     settings,
-    { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined },
+    { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined, refused: undefined },
     { git, connect: async () => observed(connect(settings, { env: {}, mask: () => undefined }), patched), clock: systemClock, log },
   )
 }

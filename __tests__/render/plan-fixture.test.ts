@@ -30,7 +30,7 @@ describe('the plan of a commit on a Flux-guide repository, rendered by the real 
     const settings = parseSettings((name) => inputs[name] ?? '')
     const reader = await createGitReader({ cwd: created.dir })
     const render = renderRangeOf(settings, reader, { repositoryUrl: FLUX_GUIDE_URL, fetchRemote: false })
-    const context = { eventName: 'push', event: { before: base, after: head }, sha: head, runUrl: undefined }
+    const context = { eventName: 'push', event: { before: base, after: head }, sha: head, runUrl: undefined, refused: undefined }
     const prepared = await preparePlan(settings, context, reader, render)
     expect(prepared.rendered?.head.kustomizations.length).toBeGreaterThan(0)
     plan = prepared.plan

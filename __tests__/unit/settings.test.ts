@@ -4,7 +4,17 @@
 import { describe, expect, it } from 'vitest'
 import { formatDuration, parseDuration } from '../../src/lib/duration.ts'
 import { ConfigurationError } from '../../src/lib/errors.ts'
-import { DEFAULT_PATHS, DEFAULT_RECOVER_PATTERNS, FAIL_ON, KUBECONFIG_ENCODINGS, MODES, parseSettings, type Settings } from '../../src/settings.ts'
+import {
+  DEFAULT_PATHS,
+  DEFAULT_RECOVER_PATTERNS,
+  discoverOptionsOf,
+  FAIL_ON,
+  KUBECONFIG_ENCODINGS,
+  MODES,
+  parseSettings,
+  triggerRunOptionsOf,
+  type Settings,
+} from '../../src/settings.ts'
 
 /** An InputReader over a plain object; unset inputs read as '' like @actions/core's getInput. */
 function reader(inputs: Readonly<Record<string, string>>): (name: string) => string {
@@ -440,5 +450,22 @@ describe('rendering inputs', () => {
 
   it('passes kustomize-path through as written', () => {
     expect(settingsOf({ 'kustomize-path': '/opt/bin/kustomize' }).kustomizePath).toBe('/opt/bin/kustomize')
+  })
+})
+
+describe('per-mode projections', () => {
+  const settings = parseSettings((name) => ({ 'dry-run': 'true', 'github-token': 'ghs_secret', 'from-git': 'true', namespaces: 'apps' })[name] ?? '')
+
+  it('hand the trigger pipeline the fields it reads, with their values, and never the token', () => {
+    const options = triggerRunOptionsOf(settings)
+    expect(options).toMatchObject({ dryRun: true, annotationPrefix: settings.annotationPrefix, timeoutMs: settings.timeoutMs, paths: settings.paths })
+    expect(Object.keys(options)).not.toContain('githubToken')
+    expect(Object.keys(options)).not.toContain('kubeconfig')
+  })
+
+  it('hand discover the fields it reads', () => {
+    const options = discoverOptionsOf(settings)
+    expect(options).toMatchObject({ fromGit: true, namespaces: ['apps'], dryRun: true })
+    expect(Object.keys(options)).not.toContain('githubToken')
   })
 })

@@ -1,5 +1,6 @@
 // One typed result per release: the summary, the outputs, the logs and the Events all read it.
 
+import type { HelmRelease } from '../core/helmrelease.ts'
 import type { Digest, FileProblem, Origin, Plan, ReleaseRef, SourceId } from '../core/model.ts'
 import type { Range } from '../git/range.ts'
 
@@ -72,6 +73,13 @@ export function controllerReason(text: string): ControllerReason {
   return text as ControllerReason
 }
 
+const OWN: ReadonlySet<string> = new Set(Object.values(Reason))
+
+/** A reason read back as text (a cluster's result file): ours when it is in the vocabulary, else helm-controller's. */
+export function reasonOf(text: string): Reason {
+  return OWN.has(text) ? (text as OwnReason) : controllerReason(text)
+}
+
 export interface ReleaseResult extends ReleaseRef {
   /** The changed sources it read, each with where the key it reads was edited (when known). */
   readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly origin?: Origin }[]
@@ -113,3 +121,30 @@ export interface TriggerReport {
 }
 
 export const FAILED: ReadonlySet<Status> = new Set([Status.Failed, Status.TimedOut])
+
+/** A patch sent, as far as its result needs it (outcome.ts's Triggered is one). */
+export interface Sent {
+  readonly planned: ReleaseRef & { readonly sources: ReleaseResult['sources'] }
+  readonly before: HelmRelease
+  readonly token: string | undefined
+  readonly startedAt: number
+}
+
+/**
+ * The result of a patch whose outcome is not awaited (wait: false) or that was a server-side dry
+ * run: what was requested (`reconcile`, `reconcile and reset`) and the revision it started from.
+ */
+export function requestedResult(sent: Sent, requested: { readonly reason: OwnReason; readonly what: string }, dryRun: boolean, now: number): ReleaseResult {
+  return {
+    namespace: sent.planned.namespace,
+    name: sent.planned.name,
+    sources: sent.planned.sources,
+    status: dryRun ? Status.DryRun : Status.Triggered,
+    reason: dryRun ? Reason.DryRun : requested.reason,
+    message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : `${requested.what} requested; outcome not awaited`,
+    token: sent.token,
+    revisionBefore: sent.before.status.history[0]?.version,
+    durationMs: now - sent.startedAt,
+    severity: 'none',
+  }
+}

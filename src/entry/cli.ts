@@ -7,27 +7,14 @@
 //   helmrelease-trigger drift [--namespaces NS] [--selector SEL] [--drift-action report|fail|correct] …
 
 import { readFileSync } from 'node:fs'
-import { connect, connectObjects } from '../kube/connect.ts'
-import { driftFailure, runDrift } from '../modes/drift/run.ts'
-import { driftOutput, driftText } from '../modes/drift/report.ts'
 import { ConfigurationError, messageOf } from '../lib/errors.ts'
-import { createGitReader } from '../git/reader.ts'
-import { createOutcomeWaiter } from '../engine/outcome.ts'
-import { discoverFailure, discoverText, runDiscover } from '../modes/discover/run.ts'
-import { runRecover } from '../modes/recover/run.ts'
-import { runWatchProcess } from '../modes/watch/process.ts'
-import { failureOf, outputsOf, textReport } from '../modes/trigger/report.ts'
+import { createGitReader, type GitReader } from '../git/reader.ts'
 import { parseSettings } from '../settings.ts'
-import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
-import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
-import { systemClock, type Logger } from '../engine/ports.ts'
-import type { TriggerReport } from '../engine/result.ts'
+import type { RunContext } from '../modes/trigger/pipeline.ts'
+import type { ModeResult } from '../modes/mode.ts'
+import type { Logger } from '../engine/ports.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
-import { githubRunOf } from './github.ts'
-import { fleetPlanOutputs, fleetPlanText } from '../modes/fleet/fleet-plan-report.ts'
-import { fleetFailure, fleetOutput, fleetText, type FleetReport } from '../modes/fleet/fleet-summary.ts'
-import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
-import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
+import { MODES, type EntryPorts } from './modes.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -205,7 +192,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     if (command === undefined) throw new ConfigurationError(`Unknown command '${args.command}'; expected ${COMMANDS.join(', ')}.`)
     const kubeconfigFile = args.flags.get('kubeconfig')
     const settings = parseSettings((name) => {
-      if (name === 'mode') return command === 'plan' ? 'trigger' : command
+      if (name === 'mode') return command
       if (name === 'kubeconfig') return kubeconfigFile === undefined ? '' : readKubeconfig(kubeconfigFile)
       // The environment is the safer place for a token: a flag shows in the process list.
       if (name === 'github-token') return args.inputs.get(name) ?? io.env['GITHUB_TOKEN'] ?? ''
@@ -213,139 +200,37 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
-    const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
-    const json = args.flags.get('json') === 'true'
-    if (command === 'watch') {
-      await runWatchProcess(settings, {
-        env: io.env,
-        mask: () => undefined,
-        sink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${logLine(line)}\n`) },
-      })
-      return 0
-    }
-    if (command === 'recover') {
-      const report = await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
-      print(report, json, io)
-      return exitCode(failureOf(report, settings.failOn), io)
-    }
-    if (command === 'drift') {
-      const objects = async () => connectObjects(settings, { env: io.env, mask: () => undefined })
-      const report = await runDrift(settings, { objects, connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
-      io.out(json ? `${jsonText(driftOutput(report), 2)}\n` : logText(driftText(report)))
-      return exitCode(driftFailure(report), io)
-    }
-    const repo = () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd })
-    if (command === 'fleet' || command === 'fleet-summary') {
-      const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
-      const github = githubRunOf(settings, {
-        ...context,
-        env: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },
-        log,
-        sleep: systemClock.sleep,
-        now: systemClock.now,
-      })
-      await github.start()
-      let report: FleetReport
-      try {
-        report =
-          command === 'fleet-summary'
-            ? await runFleetSummary(settings)
-            : await runFleet(settings, context, {
-                git: repo,
-                connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
-                clock: systemClock,
-                log,
-                outcome: createOutcomeWaiter({ clock: systemClock, log }),
-              })
-      } catch (error) {
-        await github.fail(messageOf(error))
-        throw error
-      }
-      await github.finishWith(fleetVerdict(report, undefined))
-      return printFleet(report, json, io)
-    }
-    if (command === 'trigger' && (settings.cluster !== undefined || settings.planFile !== undefined)) {
-      const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
-      const { report } = await runClusterPart(settings, context, {
-        git: repo,
-        connect: async (name) => connect({ ...settings, context: name }, { env: io.env, mask: () => undefined }),
-        clock: systemClock,
-        log,
-        outcome: createOutcomeWaiter({ clock: systemClock, log }),
-      })
-      print(report, json, io)
-      return exitCode(failureOf(report, settings.failOn), io)
-    }
-    if (command === 'discover') {
-      const render = async (head: string) => renderCommitOf(settings, await repo(), { repositoryUrl: repositoryUrlOf(io.env), fetchRemote: false })(head)
-      const report = await runDiscover(settings, 'HEAD', { git: repo, render, connect: cluster, log })
-      io.out(json ? `${jsonText(report, 2)}\n` : logText(discoverText(report)))
-      return exitCode(discoverFailure(report, settings.failOn), io)
-    }
-    const git = await repo()
-    const head = settings.head ?? (await git.resolve('HEAD'))
-    if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
-    const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
-    if (command === 'plan' && settings.clusters !== undefined) {
-      const plan = await runFleetPlan(settings, context, git)
-      io.out(json ? `${jsonText(fleetPlanOutputs(plan), 2)}\n` : logText(fleetPlanText(plan)))
-      return 0
-    }
-    if (command === 'plan') {
-      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(io.env), fetchRemote: false })
-      const report = planReport(await preparePlan(settings, context, git, render), settings, 'plan only')
-      print(report, json, io)
-      return exitCode(failureOf(report, settings.failOn), io)
-    }
-    const repository = args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY']
-    const github = githubRunOf(settings, {
-      ...context,
-      env: { ...io.env, GITHUB_REPOSITORY: repository },
+    // No event: nothing started by a pull request, so no refusal.
+    const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined, refused: undefined }
+    const ports: EntryPorts = {
+      env: io.env,
+      githubEnv: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },
+      mask: () => undefined,
       log,
-      sleep: systemClock.sleep,
-      now: systemClock.now,
-    })
-    const found = await github.start()
-    let report: TriggerReport
-    try {
-      report = await runTrigger(
-        settings,
-        { ...context, ...found },
-        {
-          git,
-          render: renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf({ ...io.env, GITHUB_REPOSITORY: repository }), fetchRemote: true }),
-          connect: cluster,
-          clock: systemClock,
-          log,
-          outcome: createOutcomeWaiter({ clock: systemClock, log }),
-        },
-      )
-    } catch (error) {
-      await github.fail(messageOf(error))
-      throw error
+      git: () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd }),
+      context,
+      contextAt: async (git) => (settings.head !== undefined ? context : { ...context, sha: await headOf(await git()) }),
+      watchSink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${logLine(line)}\n`) },
     }
-    await github.finish(report)
-    print(report, json, io)
-    return exitCode(failureOf(report, settings.failOn), io)
+    return print(await MODES[command].run(settings, ports), args.flags.get('json') === 'true', io)
   } catch (error) {
     io.err(`error: ${messageOf(error)}\n`)
     return error instanceof ConfigurationError ? 2 : 1
   }
 }
 
-function exitCode(failure: string | undefined, io: CliIo): number {
-  if (failure !== undefined) io.err(`error: ${failure}\n`)
-  return failure === undefined ? 0 : 1
+/** The one print path: the text report or --json on stdout, the failure on stderr; the exit code. */
+function print(result: ModeResult, json: boolean, io: CliIo): number {
+  const body = json ? (result.json === undefined ? '' : `${jsonText(result.json, 2)}\n`) : logText(result.text)
+  if (body !== '') io.out(body)
+  if (result.failure !== undefined) io.err(`error: ${result.failure}\n`)
+  return result.failure === undefined ? 0 : 1
 }
 
-function print(report: TriggerReport, json: boolean, io: CliIo): void {
-  if (json) io.out(`${jsonText(outputsOf(report), 2)}\n`)
-  else io.out(logText(textReport(report)))
-}
-
-function printFleet(report: FleetReport, json: boolean, io: CliIo): number {
-  io.out(json ? `${jsonText(fleetOutput(report), 2)}\n` : logText(fleetText(report)))
-  return exitCode(fleetFailure(report), io)
+async function headOf(git: GitReader): Promise<string> {
+  const head = await git.resolve('HEAD')
+  if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
+  return head
 }
 
 function readKubeconfig(file: string): string {

@@ -2,7 +2,7 @@
 // action and the CLI both start it before the cluster is touched and finish it with the
 // verdict. No token, no repository or a fork's pull request: nothing is written.
 
-import { clusterRefused, type GitHubEventLike } from '../git/range.ts'
+import type { GitHubEventLike } from '../github/event.ts'
 import { createGitHubClient } from '../github/client.ts'
 import { createGitHubReporter, type GitHubReporter, type Verdict } from '../github/reporter.ts'
 import type { Logger } from '../engine/ports.ts'
@@ -14,11 +14,12 @@ type Env = Readonly<Record<string, string | undefined>>
 
 export interface GitHubRunScope {
   readonly env: Env
-  readonly eventName: string
   readonly event: GitHubEventLike
   /** The commit the run is about (GITHUB_SHA, or the CLI's head). */
   readonly sha: string
   readonly runUrl: string | undefined
+  /** Why the run must not touch a cluster (the entry's pull-request verdict); undefined: it may. */
+  readonly refused: string | undefined
   readonly log: Logger
   readonly sleep: (ms: number) => Promise<void>
   readonly now: () => number
@@ -69,8 +70,7 @@ export function githubRunOf(settings: Settings, scope: GitHubRunScope): GitHubRu
       checks: settings.githubReport.has('check'),
       comment: settings.githubReport.has('comment'),
       // A plan-only run deploys nothing, so it records no deployment.
-      deploymentEnvironment:
-        clusterRefused(scope.eventName, scope.event, settings.allowPullRequests) === undefined ? settings.deploymentEnvironment : undefined,
+      deploymentEnvironment: scope.refused === undefined ? settings.deploymentEnvironment : undefined,
     },
     { client, now: scope.now, log: scope.log },
   )

@@ -12,7 +12,7 @@ import { ConfigurationError } from '../../../src/lib/errors.ts'
 import { loadKubeconfig } from '../../../src/kube/kubeconfig.ts'
 import { DEFAULT_MAX_BYTES, parseManifestFile, type ManifestOptions } from '../../../src/core/manifest.ts'
 import type { FileContent, FileProblem } from '../../../src/core/model.ts'
-import { parseEvent } from '../../../src/git/range.ts'
+import { parseEvent } from '../../../src/github/event.ts'
 import { KUBECONFIG_ENCODINGS, parseSettings } from '../../../src/settings.ts'
 import { runTrigger } from '../../../src/modes/trigger/pipeline.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
@@ -264,7 +264,7 @@ describe('the engine over commits of malformed files', () => {
             try {
               const report = await runTrigger(
                 settings,
-                { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined },
+                { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined, refused: undefined },
                 { git, connect: async () => cluster, clock: new FakeClock(), log },
               )
               for (const p of report.problems) expect(Object.keys(after).concat(Object.keys(before))).toContain(p.file)

@@ -22,7 +22,7 @@ function settings(overrides: Record<string, string> = {}): Settings {
 }
 
 function pushContext(before: string, after: string): RunContext {
-  return { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined }
+  return { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined, refused: undefined }
 }
 
 function deps(git: FakeGit, cluster: FakeCluster, warnings: string[] = []): TriggerDeps {

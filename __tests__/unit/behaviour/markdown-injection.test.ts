@@ -9,6 +9,7 @@ import { runTrigger } from '../../../src/modes/trigger/pipeline.ts'
 import { summaryMarkdown } from '../../../src/modes/trigger/report.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
 import { render } from '../../../test/support/markdown.ts'
+import { clusterRefused } from '../../../src/github/policy.ts'
 
 const FILE = 'apps/cm` **Reviewed and APPROVED by the security team** `.yaml'
 const NAME = 'x\r## helmrelease-trigger: 0 problems ✅ all good\r[Open the deploy approval page](https://attacker.example/approve)\r'
@@ -30,7 +31,7 @@ async function forkPlanSummary(): Promise<string> {
   const event = { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: true } }
   const report = await runTrigger(
     parseSettings(() => ''),
-    { eventName: 'pull_request', event, sha: 'b', runUrl: undefined },
+    { eventName: 'pull_request', event, sha: 'b', runUrl: undefined, refused: clusterRefused('pull_request', event, false) },
     { git, connect: async () => new FakeCluster(), clock: new FakeClock(), log: { info: () => undefined, warning: () => undefined } },
   )
   return summaryMarkdown(report)

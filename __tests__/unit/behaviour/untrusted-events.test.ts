@@ -5,7 +5,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ConfigurationError } from '../../../src/lib/errors.ts'
-import { clusterRefused, parseEvent, type GitHubEventLike } from '../../../src/git/range.ts'
+import { parseEvent, type GitHubEventLike } from '../../../src/github/event.ts'
+import { clusterRefused } from '../../../src/github/policy.ts'
 import { parseSettings } from '../../../src/settings.ts'
 import { runTrigger } from '../../../src/modes/trigger/pipeline.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
@@ -128,7 +129,8 @@ data:
         const event = unknownOrigin ? {} : pr(true)
         const report = await runTrigger(
           settings,
-          { eventName, event, sha: 'b', runUrl: undefined },
+          // The entry's verdict, as the action decides it once for the run.
+          { eventName, event, sha: 'b', runUrl: undefined, refused: clusterRefused(eventName, event, settings.allowPullRequests) },
           {
             git,
             connect: async () => {

@@ -9,6 +9,7 @@ import { parseSettings } from '../../../src/settings.ts'
 import { runTrigger } from '../../../src/modes/trigger/pipeline.ts'
 import { outputsOf, summaryMarkdown } from '../../../src/modes/trigger/report.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
+import { clusterRefused } from '../../../src/github/policy.ts'
 
 const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true }
 const bytes = (text: string) => ({ type: 'file' as const, bytes: new TextEncoder().encode(text) })
@@ -43,7 +44,7 @@ describe('problem caps', () => {
     const event = { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: true } }
     const report = await runTrigger(
       parseSettings(() => ''),
-      { eventName: 'pull_request', event, sha: 'b', runUrl: undefined },
+      { eventName: 'pull_request', event, sha: 'b', runUrl: undefined, refused: clusterRefused('pull_request', event, false) },
       { git, connect: async () => new FakeCluster(), clock: new FakeClock(), log: { info: () => undefined, warning: () => undefined } },
     )
     expect(report.problems).toHaveLength(MAX_PROBLEMS_PER_RUN + 1)

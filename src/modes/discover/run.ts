@@ -15,8 +15,7 @@ import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceI
 import { pathFilter, repositoryManifests, type RepositoryManifests } from '../../core/plan.ts'
 import { renderedManifests } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
-import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
-import type { FailOn, Settings } from '../../settings.ts'
+import type { DiscoverOptions } from '../../settings.ts'
 import { eventRecorder, systemClock, type Logger } from '../../engine/ports.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { writeRelease, type WriteContext } from '../../engine/write-release.ts'
@@ -47,13 +46,13 @@ export interface DiscoverDeps {
   readonly log: Logger
 }
 
-export async function runDiscover(settings: Settings, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
+export async function runDiscover(settings: DiscoverOptions, sha: string, deps: DiscoverDeps): Promise<DiscoverReport> {
   return settings.fromGit ? discoverFromGit(settings, sha, await deps.git(), deps.render) : discoverInCluster(settings, await deps.connect(), deps.log)
 }
 
 // ---- Cluster ------------------------------------------------------------------------------
 
-async function discoverInCluster(settings: Settings, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
+async function discoverInCluster(settings: DiscoverOptions, cluster: ClusterClient, log: Logger): Promise<DiscoverReport> {
   const keys = keysFor(settings.annotationPrefix)
   const scoped = settings.namespaces.length > 0 ? settings.namespaces : [undefined]
   const notes: string[] = []
@@ -72,7 +71,13 @@ async function discoverInCluster(settings: Settings, cluster: ClusterClient, log
 }
 
 /** Adds or removes our label through the write engine; every release is decided on its listed copy first. */
-async function relabelAll(cluster: ClusterClient, releases: readonly HelmRelease[], keys: Keys, settings: Settings, log: Logger): Promise<LabelChange[]> {
+async function relabelAll(
+  cluster: ClusterClient,
+  releases: readonly HelmRelease[],
+  keys: Keys,
+  settings: DiscoverOptions,
+  log: Logger,
+): Promise<LabelChange[]> {
   const write: WriteContext = {
     cluster,
     requestedAtKey: keys.requestedAt,
@@ -99,7 +104,7 @@ interface ListedSources {
 async function annotatedSources(
   cluster: ClusterClient,
   scoped: readonly (string | undefined)[],
-  settings: Settings,
+  settings: DiscoverOptions,
   notes: string[],
   log: Logger,
 ): Promise<ListedSources> {
@@ -124,7 +129,7 @@ async function annotatedSources(
 }
 
 /** A live object's metadata read as a manifest would be, so annotations obey exactly the same rules. */
-function liveSource(object: SourceObject, settings: Settings): { source?: LintSource; findings: Finding[] } {
+function liveSource(object: SourceObject, settings: DiscoverOptions): { source?: LintSource; findings: Finding[] } {
   const id = sourceId(object)
   const manifest = {
     apiVersion: 'v1',
@@ -155,7 +160,7 @@ async function outsideScope(
   cluster: ClusterClient,
   releases: readonly HelmRelease[],
   sources: readonly LintSource[],
-  settings: Settings,
+  settings: DiscoverOptions,
 ): Promise<ReleaseManifest[]> {
   if (settings.namespaces.length === 0) return []
   const listed = new Set(settings.namespaces)
@@ -177,7 +182,7 @@ async function referencedSources(
   cluster: ClusterClient,
   releases: readonly HelmRelease[],
   keys: Keys,
-  settings: Settings,
+  settings: DiscoverOptions,
   notes: string[],
   log: Logger,
 ): Promise<ReadonlyMap<SourceId, LintSource | 'missing' | 'unknown'>> {
@@ -207,7 +212,7 @@ function warn(notes: string[], log: Logger, note: string): void {
 
 // ---- Repository ---------------------------------------------------------------------------
 
-async function discoverFromGit(settings: Settings, sha: string, git: GitReader, render?: RenderCommit): Promise<DiscoverReport> {
+async function discoverFromGit(settings: DiscoverOptions, sha: string, git: GitReader, render?: RenderCommit): Promise<DiscoverReport> {
   const keys = keysFor(settings.annotationPrefix)
   const rev = settings.head ?? sha
   const head = await git.resolve(rev)
@@ -261,69 +266,4 @@ function annotationLine(source: LintSource, texts: ReadonlyMap<string, string>, 
     if (key.test(lines[i] ?? '')) return { annotationLine: i + 1 }
   }
   return {}
-}
-
-// ---- Report -------------------------------------------------------------------------------
-
-export function discoverHeadline(report: DiscoverReport): string {
-  const count = (s: Finding['severity']): number => report.findings.filter((f) => f.severity === s).length
-  const added = report.labels.filter((l) => l.action === 'add' && l.status !== 'failed').length
-  const removed = report.labels.filter((l) => l.action === 'remove' && l.status !== 'failed').length
-  const failed = report.labels.filter((l) => l.status === 'failed').length
-  const labels = report.fromGit
-    ? ''
-    : `, ${added} labelled, ${removed} unlabelled${failed > 0 ? `, ${failed} label changes failed` : ''}${report.dryRun ? ' (dry run)' : ''}`
-  return `${report.releases} HelmReleases in ${report.scope}${labels}; ${count('error')} errors, ${count('warning')} warnings, ${count('notice')} notices`
-}
-
-/** Why the run fails under `failOn`, or undefined when it passes. */
-export function discoverFailure(report: DiscoverReport, failOn: FailOn): string | undefined {
-  if (failOn === 'never') return undefined
-  const counted = report.findings.filter((f) => f.severity === 'error' || (failOn === 'warning' && f.severity === 'warning'))
-  const all = [
-    ...report.labels.filter((l) => l.status === 'failed').map((l) => `${releaseKey(l)}: label ${l.action} failed: ${l.message}`),
-    ...counted.map(findingText),
-  ]
-  return failureSentence(all, (n) => `${plural(n, 'problem')} (fail-on: ${failOn})`)
-}
-
-export function findingText(f: Finding): string {
-  return f.file === undefined ? f.message : `${location({ severity: f.severity, file: f.file, line: f.line, message: f.message })}: ${f.message}`
-}
-
-const MARK: Readonly<Record<Finding['severity'], string>> = { error: '❌', warning: '⚠️', notice: 'ℹ️' }
-
-export function discoverSummary(report: DiscoverReport): string {
-  const lines = [`## helmrelease-trigger discover: ${discoverHeadline(report)}`]
-  for (const note of report.notes) lines.push('', `> ${cell(note)}`)
-  if (report.labels.length > 0) {
-    lines.push(
-      '',
-      '### Labels',
-      '',
-      '| Release | Change | Result |',
-      '| --- | --- | --- |',
-      ...report.labels.map((l) => `| ${code(releaseKey(l))} | ${l.action} | ${l.status === 'failed' ? '❌' : '✅'} ${cell(l.message)} |`),
-    )
-  }
-  lines.push('', '### Findings', '')
-  if (report.findings.length === 0) lines.push('No findings.')
-  else
-    lines.push(
-      '| | Finding | Where | Details |',
-      '| --- | --- | --- | --- |',
-      ...report.findings.map(
-        (f) =>
-          `| ${MARK[f.severity]} | ${f.code} | ${f.file === undefined ? '—' : `${code(`${f.file}${f.line === undefined ? '' : `:${f.line}`}`)}`} | ${cell(f.message)} |`,
-      ),
-    )
-  return `${lines.join('\n')}\n`
-}
-
-export function discoverText(report: DiscoverReport): string {
-  const out = [`helmrelease-trigger discover: ${discoverHeadline(report)}`, ...report.notes.map((n) => `note: ${n}`)]
-  if (report.labels.length > 0)
-    out.push('', ...columns([['RELEASE', 'LABEL', 'RESULT', 'DETAILS'], ...report.labels.map((l) => [releaseKey(l), l.action, l.status, l.message])]))
-  if (report.findings.length > 0) out.push('', ...report.findings.map((f) => `${f.severity}: ${f.code}: ${findingText(f)}`))
-  return `${out.join('\n')}\n`
 }

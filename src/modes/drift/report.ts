@@ -4,7 +4,8 @@
 import { formatDuration } from '../../lib/duration.ts'
 import { releaseKey } from '../../core/model.ts'
 import { cell, code, columns } from '../../lib/text.ts'
-import { ObjectState, ReleaseState, objectKey, type DriftReport, type ObjectDrift, type ReleaseDrift } from './run.ts'
+import { driftFailure, ObjectState, ReleaseState, objectKey, type DriftReport, type ObjectDrift, type ReleaseDrift } from './run.ts'
+import type { Annotation, ModeResult } from '../mode.ts'
 
 const ICON: Readonly<Record<ReleaseState, string>> = { InSync: '✅', Drifted: '⚠️', Skipped: '⏭️', Error: '❌' }
 
@@ -126,4 +127,25 @@ export function driftText(report: DriftReport): string {
   )
   if (drift.length > 0) out.push('', ...columns([['RELEASE', 'OBJECT', 'FIELD', 'DESIRED -> LIVE', 'RESULT'], ...drift]))
   return `${out.join('\n')}\n`
+}
+
+/** Drift's result for the action and the CLI. */
+export function driftResult(report: DriftReport): ModeResult {
+  const output = driftOutput(report)
+  return {
+    headline: `helmrelease-trigger ${driftHeadline(report)}`,
+    log: report.releases.map((r) => `  ${r.namespace}/${r.name}: ${r.state} (${r.reason}) ${r.message}`),
+    outputs: { drift: JSON.stringify(output) },
+    annotations: report.releases.flatMap(driftAnnotation),
+    summaryMarkdown: driftSummary(report),
+    text: driftText(report),
+    json: output,
+    failure: driftFailure(report),
+  }
+}
+
+/** One per release that is not in sync: the job page lists them without opening the summary. */
+function driftAnnotation(r: ReleaseDrift): Annotation[] {
+  const severity = r.state === ReleaseState.Drifted ? 'warning' : r.state === ReleaseState.Error ? 'error' : undefined
+  return severity === undefined ? [] : [{ severity, title: 'helmrelease-trigger drift', message: `${r.namespace}/${r.name}: ${r.message}` }]
 }

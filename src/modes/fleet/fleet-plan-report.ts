@@ -3,6 +3,10 @@
 
 import { releaseKey } from '../../core/model.ts'
 import { cell, columns, location } from '../../lib/text.ts'
+import type { FileProblem } from '../../core/model.ts'
+import type { FailOn } from '../../settings.ts'
+import type { ModeResult } from '../mode.ts'
+import { problemAnnotation } from '../trigger/report.ts'
 import { hasWork, matrixOf, releasesByCluster, type FleetPlan } from './fleet-plan.ts'
 
 /** The action's outputs of a fleet plan, by output name; values are JSON (or plain) strings. */
@@ -54,4 +58,30 @@ export function fleetPlanMarkdown(plan: FleetPlan): string {
     ),
   ]
   return `${lines.join('\n')}\n`
+}
+
+/** The fleet plan's result for the action and the CLI; `plan-file` is an output when the plan was saved. */
+export function fleetPlanResult(plan: FleetPlan, options: { readonly failOn: FailOn; readonly planFile: string | undefined }): ModeResult {
+  // A file shared by several clusters' trees is one problem, not one per cluster.
+  const seen = new Set<string>()
+  const problems = plan.clusters.flatMap((c) => c.plan.problems).filter((p) => !seen.has(problemKey(p)) && seen.add(problemKey(p)))
+  const failing = problems.filter((p) => p.severity === 'error' || (options.failOn === 'warning' && p.severity === 'warning'))
+  const outputs = fleetPlanOutputs(plan)
+  return {
+    headline: `helmrelease-trigger ${fleetPlanHeadline(plan)}`,
+    log: [],
+    outputs: { ...outputs, ...(options.planFile === undefined ? {} : { 'plan-file': options.planFile }) },
+    annotations: problems.map(problemAnnotation),
+    summaryMarkdown: fleetPlanMarkdown(plan),
+    text: fleetPlanText(plan),
+    json: outputs,
+    failure:
+      options.failOn !== 'never' && failing.length > 0
+        ? `${failing.length} manifest problem${failing.length === 1 ? '' : 's'} (fail-on: ${options.failOn}); see the annotations.`
+        : undefined,
+  }
+}
+
+function problemKey(p: FileProblem): string {
+  return `${p.file}:${p.line ?? ''}:${p.message}`
 }

@@ -4,7 +4,7 @@
 import { ConfigurationError } from '../../lib/errors.ts'
 import type { FileProblem } from '../../core/model.ts'
 import { failureOf } from '../trigger/report.ts'
-import { controllerReason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
+import { reasonOf, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
 
 export const ClusterState = {
@@ -86,7 +86,7 @@ export function readResultFile(text: string, file: string): ClusterResult {
       throw bad(`result ${namespace}/${name} lacks reason, message or duration`)
     if (severity !== 'none' && severity !== 'warning' && severity !== 'error') throw bad(`result ${namespace}/${name} has no severity`)
     // A reason read back is helm-controller's or one of ours; either way it is shown, never decided on.
-    return { ...(e as unknown as ReleaseResult), namespace, name, reason: controllerReason(reason), message, durationMs, severity }
+    return { ...(e as unknown as ReleaseResult), namespace, name, reason: reasonOf(reason), message, durationMs, severity }
   })
   return {
     cluster: r['cluster'],

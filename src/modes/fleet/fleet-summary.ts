@@ -8,6 +8,7 @@ import { ICON } from '../trigger/report.ts'
 import type { ReleaseResult } from '../../engine/result.ts'
 import { ClusterState, type ClusterResult } from './fleet-result.ts'
 import type { FleetPlan } from './fleet-plan.ts'
+import type { ModeResult } from '../mode.ts'
 
 export interface FleetReport {
   readonly plan: FleetPlan
@@ -112,5 +113,23 @@ export function fleetOutput(report: FleetReport): unknown {
       ...(c.message === undefined ? {} : { message: c.message }),
       releases: c.results.map((r) => ({ namespace: r.namespace, name: r.name, status: r.status, reason: r.reason, message: r.message })),
     })),
+  }
+}
+
+/** The fleet's result (fleet and fleet-summary) for the action and the CLI. */
+export function fleetResult(report: FleetReport): ModeResult {
+  const output = fleetOutput(report)
+  return {
+    headline: `helmrelease-trigger ${fleetHeadline(report)}`,
+    log: report.clusters.flatMap((c) => [
+      `  ${c.cluster} (wave ${c.wave}): ${c.state}${c.message === undefined ? '' : ` ${c.message}`}`,
+      ...c.results.map((r) => `    ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`),
+    ]),
+    outputs: { fleet: JSON.stringify(output) },
+    annotations: [],
+    summaryMarkdown: fleetSummaryMarkdown(report),
+    text: fleetText(report),
+    json: output,
+    failure: fleetFailure(report),
   }
 }

@@ -9,7 +9,7 @@ import { keysFor } from '../../core/keys.ts'
 import { byReleaseKey } from '../../core/model.ts'
 import type { OutcomeWaiter, Triggered } from '../../engine/outcome.ts'
 import { eventRecorder, type Clock, type Logger } from '../../engine/ports.ts'
-import { Reason, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
+import { Reason, requestedResult, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { writeRelease, type WriteContext, type WriteOutcome } from '../../engine/write-release.ts'
 import type { ClusterClient } from '../../kube/cluster.ts'
@@ -57,7 +57,7 @@ export async function runRecover(settings: RecoverOptions, deps: RecoverDeps): P
   const waited =
     settings.wait && !settings.dryRun && deps.outcome !== undefined && triggered.length > 0
       ? await deps.outcome.wait(cluster, triggered, deps.clock.now() + settings.timeoutMs)
-      : triggered.map((t) => requested(t, settings.dryRun, deps.clock.now()))
+      : triggered.map((t) => requestedResult(t, { reason: Reason.RecoveryRequested, what: 'reconcile and reset' }, settings.dryRun, deps.clock.now()))
   const results = [...settled, ...waited].sort(byReleaseKey)
   const scope = settings.namespaces.length > 0 ? `namespaces ${settings.namespaces.join(', ')}` : 'all namespaces'
   const note = `Recover: ${releases.length} HelmReleases checked in ${scope}; budget ${settings.recoverMaxAttempts} attempts, backoff ${formatDuration(settings.recoverBackoffMs)} doubling.`
@@ -102,20 +102,5 @@ function settledOf(o: WriteOutcome<RecoveryWrite, RecoverySkip>, listed: HelmRel
       return o.skip.action === 'ignore' ? [] : result(Status.Skipped, o.skip.reason, o.skip.message, o.skip.severity)
     case 'failed':
       return result(Status.Failed, o.reason, o.message, 'error')
-  }
-}
-
-function requested(t: Triggered, dryRun: boolean, now: number): ReleaseResult {
-  return {
-    namespace: t.planned.namespace,
-    name: t.planned.name,
-    sources: [],
-    status: dryRun ? Status.DryRun : Status.Triggered,
-    reason: dryRun ? Reason.DryRun : Reason.RecoveryRequested,
-    message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : 'reconcile and reset requested; outcome not awaited',
-    token: t.token,
-    revisionBefore: t.before.status.history[0]?.version,
-    durationMs: now - t.startedAt,
-    severity: 'none',
   }
 }

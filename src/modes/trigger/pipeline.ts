@@ -21,9 +21,10 @@ import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
-import { clusterRefused, resolveRange, type GitHubEventLike, type Range } from '../../git/range.ts'
-import { FAILED, Reason, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
-import type { Settings } from '../../settings.ts'
+import { resolveRange, type Range } from '../../git/range.ts'
+import type { GitHubEventLike } from '../../github/event.ts'
+import { FAILED, Reason, requestedResult, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
+import type { PlanSettings, TriggerRunOptions } from '../../settings.ts'
 
 /** What the run is about: the event and where it came from. */
 export interface RunContext {
@@ -35,6 +36,8 @@ export interface RunContext {
   readonly runUrl: string | undefined
   /** The pull request behind the commit, when the GitHub report found one (stamped for Flux). */
   readonly changeRequest?: number
+  /** Why this run must not touch a cluster (github/policy.ts, decided once by the entry); undefined: it may. */
+  readonly refused: string | undefined
 }
 
 /** A range rendered as Flux applies it, at base (empty under full-sync) and head. */
@@ -67,7 +70,7 @@ export interface PreparedPlan {
 }
 
 /** The plan's options, from the settings. */
-export function planOptionsOf(settings: Settings): PlanOptions {
+export function planOptionsOf(settings: PlanSettings): PlanOptions {
   return {
     prefix: settings.annotationPrefix,
     defaultNamespace: settings.defaultNamespace,
@@ -78,19 +81,19 @@ export function planOptionsOf(settings: Settings): PlanOptions {
 }
 
 /** Trigger's release options, from the settings: who asked (for the Event) and the run's link. */
-export function triggerOptionsOf(settings: Settings, keys: Keys, requestedBy: string, runUrl: string | undefined): TriggerOptions {
+export function triggerOptionsOf(settings: TriggerRunOptions, keys: Keys, requestedBy: string, runUrl: string | undefined): TriggerOptions {
   return { keys, force: settings.force, reset: settings.reset, checkSuperseded: settings.waitForApply || settings.apply, requestedBy, runUrl }
 }
 
 /** A commit's trigger names the commit (and its pull request) for Flux's notification-controller, unless turned off. */
-function attributionOf(settings: Settings, context: RunContext, head: string): Pick<TriggerOptions, 'attribution'> {
+function attributionOf(settings: TriggerRunOptions, context: RunContext, head: string): Pick<TriggerOptions, 'attribution'> {
   if (!settings.fluxAttribution) return {}
   const changeRequest = context.changeRequest ?? context.event.pull_request?.number
   return { attribution: { commit: head, ...(changeRequest === undefined ? {} : { changeRequest }) } }
 }
 
 /** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
-export async function preparePlan(settings: Settings, context: RunContext, git: GitReader, render?: RenderRange): Promise<PreparedPlan> {
+export async function preparePlan(settings: TriggerRunOptions, context: RunContext, git: GitReader, render?: RenderRange): Promise<PreparedPlan> {
   const range = await rangeOf(settings, context, git)
   // Where Flux Kustomizations apply the repository, its objects are what they render to.
   const rendered = render === undefined ? undefined : await render(range)
@@ -108,7 +111,7 @@ export async function preparePlan(settings: Settings, context: RunContext, git: 
 }
 
 /** Step 1: the commits the run compares, from the inputs and the event. */
-export function rangeOf(settings: Settings, context: RunContext, git: GitReader): Promise<Range> {
+export function rangeOf(settings: TriggerRunOptions, context: RunContext, git: GitReader): Promise<Range> {
   return resolveRange(
     { event: context.event, eventName: context.eventName, inputs: { base: settings.base, head: settings.head, fullSync: settings.fullSync }, sha: context.sha },
     git,
@@ -116,24 +119,29 @@ export function rangeOf(settings: Settings, context: RunContext, git: GitReader)
 }
 
 /** A report of the plan alone: nothing read from or written to a cluster. */
-export function planReport(prepared: PreparedPlan, settings: Settings, why: string): TriggerReport {
+export function planReport(prepared: PreparedPlan, settings: TriggerRunOptions, why: string): TriggerReport {
   const { range, plan } = prepared
   const notes = [...range.notes, ...(plan.notes ?? [])]
   return { range, plan, planOnly: why, dryRun: settings.dryRun, notes, problems: plan.problems, sources: [], results: withSpecs(planned(plan), plan) }
 }
 
-export async function runTrigger(settings: Settings, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
+export async function runTrigger(settings: TriggerRunOptions, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
   return executePlan(await preparePlan(settings, context, deps.git, deps.render), settings, context, deps)
 }
 
 /** Steps 3–7 on a plan made here or read back from a fleet plan file (never planned again). */
-export async function executePlan(prepared: PreparedPlan, settings: Settings, context: RunContext, deps: Omit<TriggerDeps, 'git'>): Promise<TriggerReport> {
+export async function executePlan(
+  prepared: PreparedPlan,
+  settings: TriggerRunOptions,
+  context: RunContext,
+  deps: Omit<TriggerDeps, 'git'>,
+): Promise<TriggerReport> {
   const keys = keysFor(settings.annotationPrefix)
   const { range, rendered } = prepared
   let plan = prepared.plan
   const base = { range, dryRun: settings.dryRun, notes: [...range.notes, ...(plan.notes ?? [])], problems: plan.problems }
 
-  const planOnly = clusterRefused(context.eventName, context.event, settings.allowPullRequests)
+  const planOnly = context.refused
   const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined)
   if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
   if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [], results: [] }
@@ -195,7 +203,7 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
   const waited =
     settings.wait && !settings.dryRun && deps.outcome !== undefined && watched.length > 0
       ? await deps.outcome.wait(cluster, watched, deps.clock.now() + settings.timeoutMs)
-      : triggered.map((t) => triggeredResult(t, settings.dryRun, deps.clock.now()))
+      : triggered.map((t) => requestedResult(t, { reason: Reason.ReconcileRequested, what: 'reconcile' }, settings.dryRun, deps.clock.now()))
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
@@ -219,7 +227,7 @@ function withSpecs(results: readonly ReleaseResult[], plan: Plan): ReleaseResult
 function awaitSpecChanges(
   plan: Plan,
   baseline: ReadonlyMap<string, HelmRelease>,
-  settings: Settings,
+  settings: TriggerRunOptions,
   now: number,
 ): { readonly waits: Triggered[]; readonly settled: ReleaseResult[] } {
   const waits: Triggered[] = []
@@ -277,7 +285,7 @@ async function waitForSpec(
 /** What `apply: true` applies for a source: the allow-listed rendered object, or document at head; undefined when unreadable. */
 type ManifestOf = (source: PlannedSource) => AppliedSource | undefined
 
-function manifestsOf(prepared: PreparedPlan, settings: Settings): ManifestOf {
+function manifestsOf(prepared: PreparedPlan, settings: TriggerRunOptions): ManifestOf {
   const options = { keys: keysFor(settings.annotationPrefix), semanticDigest: settings.semanticDigest, maxAliasCount: 100 }
   const { rendered } = prepared
   if (rendered === undefined) {
@@ -301,7 +309,7 @@ function manifestsOf(prepared: PreparedPlan, settings: Settings): ManifestOf {
  * upgrade is measured from. helm-controller may upgrade on its own between the apply and our
  * patch (values changed reset its failure count); that upgrade is still this commit's.
  */
-async function baselineOf(cluster: ClusterClient, plan: Plan, settings: Settings): Promise<ReadonlyMap<string, HelmRelease>> {
+async function baselineOf(cluster: ClusterClient, plan: Plan, settings: TriggerRunOptions): Promise<ReadonlyMap<string, HelmRelease>> {
   if (!settings.wait || settings.dryRun) return new Map()
   const listed = await observeReleases(cluster, plan.releases, settings.maxConcurrency)
   const rest = plan.releases.filter((r) => !listed.has(releaseKey(r)))
@@ -358,7 +366,7 @@ async function observeReleases(
 async function sourceDigests(
   cluster: ClusterClient,
   releases: readonly PlannedRelease[],
-  settings: Settings,
+  settings: TriggerRunOptions,
 ): Promise<Map<SourceId, Digest | undefined> | undefined> {
   const ids = [...new Set(releases.flatMap((r) => r.sources.filter((s) => !s.encrypted).map((s) => s.id)))]
   try {
@@ -414,7 +422,7 @@ async function applySources(
   plan: Plan,
   manifests: ManifestOf,
   head: string,
-  settings: Settings,
+  settings: TriggerRunOptions,
   deadline: number,
   deps: Omit<TriggerDeps, 'git'>,
 ): Promise<SourceResult[]> {
@@ -441,7 +449,7 @@ async function waitForSource(
   cluster: ClusterClient,
   source: PlannedSource,
   head: string,
-  settings: Settings,
+  settings: TriggerRunOptions,
   deadline: number,
   deps: Omit<TriggerDeps, 'git'>,
 ): Promise<SourceResult> {
@@ -467,7 +475,7 @@ async function arrived(
   source: PlannedSource,
   live: LiveSource,
   head: string,
-  settings: Settings,
+  settings: TriggerRunOptions,
 ): Promise<{ arrived: boolean; seen: string }> {
   if (source.encrypted) {
     const name = live.labels['kustomize.toolkit.fluxcd.io/name']
@@ -491,7 +499,7 @@ async function applyManifests(
   cluster: ClusterClient,
   sources: readonly PlannedSource[],
   manifests: ManifestOf,
-  settings: Settings,
+  settings: TriggerRunOptions,
   log: Logger,
 ): Promise<Map<SourceId, string>> {
   const refused = new Map<SourceId, string>()
@@ -514,21 +522,6 @@ async function applyManifests(
     }
   })
   return refused
-}
-
-function triggeredResult(t: Triggered, dryRun: boolean, now: number): ReleaseResult {
-  return {
-    namespace: t.planned.namespace,
-    name: t.planned.name,
-    sources: t.planned.sources,
-    status: dryRun ? Status.DryRun : Status.Triggered,
-    reason: dryRun ? Reason.DryRun : Reason.ReconcileRequested,
-    message: dryRun ? 'server-side dry run of the patch succeeded; nothing written' : 'reconcile requested; outcome not awaited',
-    token: t.token,
-    revisionBefore: t.before.status.history[0]?.version,
-    durationMs: now - t.startedAt,
-    severity: 'none',
-  }
 }
 
 /** A Warning Event on each release whose upgrade failed, so `kubectl describe` shows it too. */

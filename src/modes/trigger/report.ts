@@ -3,12 +3,13 @@
 
 import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
-import type { Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
+import type { FileProblem, Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
-import { FAILED, Status, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
+import { FAILED, Status, type Reason, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
 import { short } from '../../core/digest.ts'
+import type { Annotation, ModeResult } from '../mode.ts'
 
 export const ICON: Readonly<Record<Status, string>> = {
   Triggered: '🚀',
@@ -27,7 +28,7 @@ export interface OutputEntry extends ReleaseRef {
   readonly status: Status
   readonly token?: string
   readonly sources: readonly string[]
-  readonly reason?: string
+  readonly reason?: Reason
   readonly message?: string
   readonly revisionBefore?: number
   readonly revisionAfter?: number
@@ -235,4 +236,33 @@ export function textReport(report: TriggerReport): string {
   for (const s of report.sources.filter((x) => !x.applied)) out.push(`error: ${s.message}`)
   for (const p of report.problems) out.push(`${p.severity}: ${location(p)}: ${p.message}`)
   return `${out.join('\n')}\n`
+}
+
+/** Trigger's (and plan's, recover's, a cluster part's) result for the action and the CLI. */
+export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult {
+  const outputs = outputsOf(report)
+  return {
+    headline: `helmrelease-trigger: ${headline(report)}`,
+    log: [
+      // Why nothing was written (a fork, a pull request), when the headline counts planned releases instead.
+      ...(report.planOnly !== undefined && report.results.length > 0 ? [report.planOnly] : []),
+      ...report.results.map((r) => `  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`),
+    ],
+    outputs: {
+      triggered: JSON.stringify(outputs.triggered),
+      skipped: JSON.stringify(outputs.skipped),
+      failed: JSON.stringify(outputs.failed),
+      plan: JSON.stringify(outputs.plan),
+    },
+    annotations: report.problems.map(problemAnnotation),
+    summaryMarkdown: summaryMarkdown(report),
+    text: textReport(report),
+    json: outputs,
+    failure: failureOf(report, failOn),
+  }
+}
+
+/** A manifest problem on its file and line. */
+export function problemAnnotation(p: FileProblem): Annotation {
+  return { severity: p.severity, title: 'helmrelease-trigger', message: p.message, file: p.file, ...(p.line === undefined ? {} : { line: p.line }) }
 }

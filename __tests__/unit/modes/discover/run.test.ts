@@ -1,7 +1,8 @@
 // discover: labelAction, and runDiscover in the cluster and --from-git against fakes.
 import { describe, expect, it } from 'vitest'
 import { DISCOVER_RELEASE, discoverValues } from '../../../../test/support/manifests.ts'
-import { discoverFailure, discoverSummary, labelAction, runDiscover } from '../../../../src/modes/discover/run.ts'
+import { labelAction, runDiscover } from '../../../../src/modes/discover/run.ts'
+import { discoverFailure, discoverSummary } from '../../../../src/modes/discover/report.ts'
 import { keysFor } from '../../../../src/core/keys.ts'
 import { toHelmRelease } from '../../../../src/core/helmrelease.ts'
 import { parseSettings } from '../../../../src/settings.ts'

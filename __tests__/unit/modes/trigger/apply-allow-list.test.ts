@@ -9,7 +9,7 @@ import { Status } from '../../../../src/engine/result.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
 
 const settings = parseSettings((name) => ({ apply: 'true', wait: 'false', discover: 'false', timeout: '1s' })[name] ?? '')
-const push: RunContext = { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined }
+const push: RunContext = { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined, refused: undefined }
 
 async function applyCommit(files: Record<string, string>, cluster = new FakeCluster().addRelease('flux-system', 'web').addRelease('apps', 'web')) {
   const git = new FakeGit().commit('a', undefined, {}).commit('b', 'a', files)

@@ -9,6 +9,7 @@ import { triggerConfigMap } from '../../../../test/support/manifests.ts'
 import { release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
 import type { RenderRange } from '../../../../src/modes/trigger/pipeline.ts'
 import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
+import { clusterRefused } from '../../../../src/github/policy.ts'
 
 const configMap = (value: string, extra = ''): string =>
   triggerConfigMap({ name: 'app-values', namespace: 'apps', releases: 'app', values: `replicas: ${value}${extra}` })
@@ -29,7 +30,7 @@ function settings(overrides: Record<string, string> = {}): Settings {
 }
 
 function pushContext(before: string, after: string): RunContext {
-  return { eventName: 'push', event: { before, after }, sha: after, runUrl: 'https://github.example/o/r/actions/runs/1' }
+  return { eventName: 'push', event: { before, after }, sha: after, runUrl: 'https://github.example/o/r/actions/runs/1', refused: undefined }
 }
 
 function deps(git: FakeGit, cluster: FakeCluster, clock = new FakeClock()): TriggerDeps {
@@ -253,6 +254,7 @@ describe('runTrigger', () => {
       event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } },
       sha: 'b',
       runUrl: undefined,
+      refused: clusterRefused('pull_request', { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } }, false),
     }
     let connected = false
     const report = await runTrigger(settings(), context, { ...deps(git, cluster), connect: async () => ((connected = true), cluster) })
@@ -269,7 +271,7 @@ describe('runTrigger', () => {
       let connected = false
       const report = await runTrigger(
         settings({ 'allow-pull-requests': 'true' }),
-        { eventName, event, sha: 'b', runUrl: undefined },
+        { eventName, event, sha: 'b', runUrl: undefined, refused: clusterRefused(eventName, event, true) },
         { ...deps(git, cluster), connect: async () => ((connected = true), cluster) },
       )
       expect(connected).toBe(false)
@@ -279,7 +281,7 @@ describe('runTrigger', () => {
     const cluster2 = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
     const allowed = await runTrigger(
       settings({ 'allow-pull-requests': 'true', wait: 'false' }),
-      { eventName: 'pull_request', event: sameRepo, sha: 'b', runUrl: undefined },
+      { eventName: 'pull_request', event: sameRepo, sha: 'b', runUrl: undefined, refused: clusterRefused('pull_request', sameRepo, true) },
       deps(git, cluster2),
     )
     expect(allowed.results.map((r) => r.status)).toEqual([Status.Triggered])
@@ -394,6 +396,7 @@ describe('runTrigger on a rendered repository', () => {
       event: { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } },
       sha: 'b',
       runUrl: undefined,
+      refused: clusterRefused('pull_request', { pull_request: { base: { sha: 'a' }, head: { sha: 'b' }, fromFork: false } }, false),
     }
     const planned = await runTrigger(settings(), context, { ...deps(git, liveCluster()), render })
     expect(planned.results.map((r) => [r.name, r.status])).toEqual([

@@ -1,0 +1,213 @@
+// The table of modes the action and the CLI run. Each row wires its mode from the entry's ports
+// (what differs between the action and the CLI) and returns the one ModeResult that
+// publish.ts publishes and the CLI prints.
+
+import { connect, connectObjects } from '../kube/connect.ts'
+import type { GitReader } from '../git/reader.ts'
+import type { ClusterClient } from '../kube/cluster.ts'
+import { createOutcomeWaiter } from '../engine/outcome.ts'
+import { systemClock, type Logger } from '../engine/ports.ts'
+import { formatDuration } from '../lib/duration.ts'
+import { messageOf } from '../lib/errors.ts'
+import type { Mode, ModeName, ModeResult } from '../modes/mode.ts'
+import { runDiscover } from '../modes/discover/run.ts'
+import { discoverResult } from '../modes/discover/report.ts'
+import { runDrift } from '../modes/drift/run.ts'
+import { driftResult } from '../modes/drift/report.ts'
+import { fleetPlanResult } from '../modes/fleet/fleet-plan-report.ts'
+import { fleetResult } from '../modes/fleet/fleet-summary.ts'
+import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
+import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
+import { runRecover } from '../modes/recover/run.ts'
+import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
+import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
+import { triggerResult } from '../modes/trigger/report.ts'
+import type { LogSink } from '../modes/watch/log.ts'
+import { runWatchProcess } from '../modes/watch/process.ts'
+import type { WatchReport } from '../modes/watch/run.ts'
+import { discoverOptionsOf, triggerRunOptionsOf, type Settings } from '../settings.ts'
+import { githubRunOf, type GitHubRun } from './github.ts'
+
+type Env = Readonly<Record<string, string | undefined>>
+
+/** What differs between the action and the CLI; the modes are wired the same from these. */
+export interface EntryPorts {
+  /** The process environment: the kubeconfig's variables, GITHUB_*. */
+  readonly env: Env
+  /** The environment the GitHub report and trigger's repository URL read (the CLI's --github-repository is set in it). */
+  readonly githubEnv: Env
+  /** Hides a secret from the log (the action's setSecret). */
+  readonly mask: (secret: string) => void
+  readonly log: Logger
+  readonly git: () => Promise<GitReader>
+  /** The event and commit the run is about. */
+  readonly context: RunContext
+  /** The same, for a run that plans from the repository: the CLI resolves its HEAD there. */
+  readonly contextAt: (git: () => Promise<GitReader>) => Promise<RunContext>
+  /** Where watch mode's log lines go. */
+  readonly watchSink: LogSink
+}
+
+type EntryMode = Mode<EntryPorts>
+
+const trigger: EntryMode = {
+  name: 'trigger',
+  async run(settings, ports) {
+    const deps = { clock: systemClock, log: ports.log, outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }) }
+    // One cluster's part of a fleet plan: the fleet summary is its report, not a check per cluster.
+    if (settings.planFile !== undefined || settings.cluster !== undefined) {
+      const { report } = await runClusterPart(settings, ports.context, { ...deps, git: ports.git, connect: clusterIn(settings, ports) })
+      return triggerResult(report, settings.failOn)
+    }
+    const context = await ports.contextAt(ports.git)
+    const github = githubOf(settings, context, ports)
+    const found = await github.start()
+    const report = await failingCheck(github, async () => {
+      const git = await ports.git()
+      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), fetchRemote: context.refused === undefined })
+      return runTrigger(triggerRunOptionsOf(settings), { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
+    })
+    await github.finish(report)
+    return triggerResult(report, settings.failOn)
+  },
+}
+
+const plan: EntryMode = {
+  name: 'plan',
+  async run(settings, ports) {
+    const git = await ports.git()
+    const context = await ports.contextAt(async () => git)
+    if (settings.clusters !== undefined) return fleetPlanResult(await runFleetPlan(settings, context, git), settings)
+    const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })
+    const options = triggerRunOptionsOf(settings)
+    return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
+  },
+}
+
+/** fleet and fleet-summary: one check and one pull-request comment for the whole fleet, from the same report as the summary. */
+function fleetMode(name: 'fleet' | 'fleet-summary'): EntryMode {
+  return {
+    name,
+    async run(settings, ports) {
+      const github = githubOf(settings, ports.context, ports)
+      await github.start()
+      const report = await failingCheck(github, () =>
+        name === 'fleet-summary'
+          ? runFleetSummary(settings)
+          : runFleet(settings, ports.context, {
+              git: ports.git,
+              connect: clusterIn(settings, ports),
+              clock: systemClock,
+              log: ports.log,
+              outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }),
+            }),
+      )
+      await github.finishWith(fleetVerdict(report, ports.context.runUrl))
+      return fleetResult(report)
+    },
+  }
+}
+
+const recover: EntryMode = {
+  name: 'recover',
+  async run(settings, ports) {
+    const outcome = createOutcomeWaiter({ clock: systemClock, log: ports.log })
+    const report = await runRecover(settings, {
+      connect: clusterOf(settings, ports),
+      clock: systemClock,
+      log: ports.log,
+      outcome,
+      runUrl: ports.context.runUrl,
+    })
+    return triggerResult(report, settings.failOn)
+  },
+}
+
+const discover: EntryMode = {
+  name: 'discover',
+  async run(settings, ports) {
+    const render = async (head: string) => renderCommitOf(settings, await ports.git(), { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })(head)
+    const report = await runDiscover(discoverOptionsOf(settings), ports.context.sha, {
+      git: ports.git,
+      render,
+      connect: clusterOf(settings, ports),
+      log: ports.log,
+    })
+    return discoverResult(report, settings.failOn)
+  },
+}
+
+const drift: EntryMode = {
+  name: 'drift',
+  async run(settings, ports) {
+    const objects = async () => connectObjects(settings, { env: ports.env, mask: ports.mask })
+    const outcome = createOutcomeWaiter({ clock: systemClock, log: ports.log })
+    const report = await runDrift(settings, {
+      objects,
+      connect: clusterOf(settings, ports),
+      clock: systemClock,
+      log: ports.log,
+      outcome,
+      runUrl: ports.context.runUrl,
+    })
+    return driftResult(report)
+  },
+}
+
+const watch: EntryMode = {
+  name: 'watch',
+  async run(settings, ports) {
+    return watchResult(await runWatchProcess(settings, { env: ports.env, mask: ports.mask, sink: ports.watchSink }))
+  },
+}
+
+export const MODES: Readonly<Record<ModeName, EntryMode>> = {
+  trigger,
+  plan,
+  fleet: fleetMode('fleet'),
+  'fleet-summary': fleetMode('fleet-summary'),
+  recover,
+  discover,
+  drift,
+  watch,
+}
+
+/** Watch logs as it goes; its result is the closing line (the CLI prints nothing more). */
+function watchResult(report: WatchReport): ModeResult {
+  const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
+  return {
+    headline: `helmrelease-trigger: ${line}`,
+    log: [],
+    outputs: {},
+    annotations: [],
+    summaryMarkdown: `## helmrelease-trigger: ${line}\n`,
+    text: '',
+    json: undefined,
+    failure: undefined,
+  }
+}
+
+/** Connects to the settings' cluster. */
+function clusterOf(settings: Settings, ports: EntryPorts): () => Promise<ClusterClient> {
+  return async () => connect(settings, { env: ports.env, mask: ports.mask })
+}
+
+/** Connects to a kubeconfig context of the fleet (undefined: the kubeconfig's current context). */
+function clusterIn(settings: Settings, ports: EntryPorts): (context: string | undefined) => Promise<ClusterClient> {
+  return async (context) => connect({ ...settings, context }, { env: ports.env, mask: ports.mask })
+}
+
+function githubOf(settings: Settings, context: RunContext, ports: EntryPorts): GitHubRun {
+  if (settings.githubToken !== undefined) ports.mask(settings.githubToken)
+  return githubRunOf(settings, { ...context, env: ports.githubEnv, log: ports.log, sleep: systemClock.sleep, now: systemClock.now })
+}
+
+/** A run that ends without a report still finishes its check, saying why. */
+async function failingCheck<T>(github: GitHubRun, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    await github.fail(messageOf(error))
+    throw error
+  }
+}

@@ -1,0 +1,67 @@
+// The action's one publish path: a mode's result becomes annotations, outputs, the job summary,
+// log lines and the fail-on verdict. Every piece is capped to what GitHub accepts and made plain:
+// untrusted text in it can start no workflow command.
+
+import * as core from '@actions/core'
+import { cell } from '../lib/text.ts'
+import { logLine, plainText } from '../lib/untrusted.ts'
+import type { Annotation, ModeResult } from '../modes/mode.ts'
+
+type Env = Readonly<Record<string, string | undefined>>
+
+/** Annotations per step: GitHub shows only the first few anyway; the rest are in the summary and outputs. */
+const MAX_ANNOTATIONS = 50
+/** GitHub refuses a step summary over 1 MiB; stay under it with room for the closing line. */
+const MAX_SUMMARY_BYTES = 1024 * 1024 - 4096
+
+export async function publish(result: ModeResult, env: Env): Promise<void> {
+  for (const a of result.annotations.slice(0, MAX_ANNOTATIONS)) annotate(a)
+  if (result.annotations.length > MAX_ANNOTATIONS)
+    core.notice(`…and ${result.annotations.length - MAX_ANNOTATIONS} more problems: see the job summary and the outputs.`, { title: 'helmrelease-trigger' })
+  for (const [name, value] of Object.entries(result.outputs)) core.setOutput(name, value)
+  if (env['GITHUB_STEP_SUMMARY']) await writeSummary(result.summaryMarkdown)
+  say(result.headline)
+  for (const line of result.log) say(line)
+  if (result.failure !== undefined) core.setFailed(plainText(result.failure))
+}
+
+/** A run that never got to a result (no cluster, bad input) still tells the job page why. */
+export async function publishError(message: string, env: Env): Promise<void> {
+  core.setFailed(plainText(message))
+  if (env['GITHUB_STEP_SUMMARY'])
+    await core.summary
+      .addRaw(`## helmrelease-trigger: failed\n\n${cell(message)}\n`)
+      .write()
+      .catch(() => undefined)
+}
+
+/** The only way a line reaches the log: untrusted text in it can start no workflow command. */
+export function say(line: string): void {
+  core.info(logLine(line))
+}
+
+/** The job summary, cut at a line when it would pass GitHub's 1 MiB limit, saying how much was left out. */
+async function writeSummary(markdown: string): Promise<void> {
+  let text = markdown
+  if (Buffer.byteLength(text) > MAX_SUMMARY_BYTES) {
+    const lines = markdown.split('\n')
+    let bytes = 0
+    let kept = 0
+    while (kept < lines.length && bytes + Buffer.byteLength(lines[kept] ?? '') + 1 <= MAX_SUMMARY_BYTES) bytes += Buffer.byteLength(lines[kept++] ?? '') + 1
+    text = `${lines.slice(0, kept).join('\n')}\n\n…and ${lines.length - kept} more lines (the summary is capped at 1 MiB; the outputs have the rest).\n`
+  }
+  await core.summary.addRaw(text).write()
+}
+
+/** An annotation; the toolkit escapes line breaks, we escape controls and cap the length. */
+function annotate(a: Annotation): void {
+  const text = plainText(a.message)
+  const properties: core.AnnotationProperties = {
+    title: a.title,
+    ...(a.file === undefined ? {} : { file: a.file }),
+    ...(a.line === undefined ? {} : { startLine: a.line }),
+  }
+  if (a.severity === 'error') core.error(text, properties)
+  else if (a.severity === 'warning') core.warning(text, properties)
+  else core.notice(text, properties)
+}
