@@ -143,6 +143,72 @@ export async function documentLine(files: TreeFiles, path: string, kind: string,
   return best?.line ?? 1
 }
 
+/**
+ * Where each field under `spec` of an object is written, keyed by the field's path as JSON: the
+ * resource's document (`path`), then the strategic-merge patch files of the closure's
+ * kustomizations that name the object, bases first, so a field a patch sets points at the patch.
+ * Lists are one field (a spec change compares them whole).
+ */
+export async function specOrigins(files: TreeFiles, closure: Closure, path: string, kind: string, name: string): Promise<Record<string, Provenance>> {
+  const out: Record<string, Provenance> = {}
+  const record = async (file: string, lenient: boolean): Promise<void> => {
+    for (const [field, line] of Object.entries(await specLinesIn(files, file, kind, name, lenient))) out[field] = { file, line }
+  }
+  await record(path, true)
+  for (const kustomization of closure.kustomizations) {
+    for (const patch of await patchFiles(files, kustomization)) if (patch !== path) await record(patch, false)
+  }
+  return out
+}
+
+/** The patch files a kustomization file names (`patches[].path`, `patchesStrategicMerge`). */
+async function patchFiles(files: TreeFiles, kustomization: string): Promise<string[]> {
+  const text = await files.text(kustomization)
+  if (text === undefined) return []
+  let value: unknown
+  try {
+    value = parseDocument(text, { uniqueKeys: false }).toJS()
+  } catch {
+    return []
+  }
+  if (!isRecord(value)) return []
+  const dir = posix.dirname(kustomization) === '.' ? '' : posix.dirname(kustomization)
+  const paths = [
+    ...(Array.isArray(value.patches) ? value.patches.flatMap((p) => (isRecord(p) && typeof p.path === 'string' ? [p.path] : [])) : []),
+    ...(Array.isArray(value.patchesStrategicMerge) ? value.patchesStrategicMerge.filter((p): p is string => typeof p === 'string' && !p.includes('\n')) : []),
+  ]
+  return paths.map((p) => posix.normalize(posix.join(dir, p)))
+}
+
+/** Line of each field under `spec` in the document of `file` holding `kind` named `name` (any one of its kind when `lenient` and alone). */
+async function specLinesIn(files: TreeFiles, file: string, kind: string, name: string, lenient: boolean): Promise<Record<string, number>> {
+  const text = await files.text(file)
+  if (text === undefined || !text.includes(kind)) return {}
+  const counter = new LineCounter()
+  let docs
+  try {
+    docs = parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })
+  } catch {
+    return {}
+  }
+  const matching = docs.filter((d) => 'contents' in d && isMap(d.contents) && d.get('kind') === kind)
+  const named = matching.find((d) => 'contents' in d && name.includes(String(d.getIn(['metadata', 'name']))))
+  const doc = named ?? (lenient && matching.length === 1 ? matching[0] : undefined)
+  if (doc === undefined || !('contents' in doc) || !isMap(doc.contents)) return {}
+  const out: Record<string, number> = {}
+  const walk = (node: unknown, at: readonly string[]): void => {
+    if (!isMap(node)) return
+    for (const pair of node.items) {
+      if (!isScalar(pair.key)) continue
+      const path = [...at, String(pair.key.value)]
+      out[JSON.stringify(path)] = lineOf(counter, pair.key as Node)
+      walk(pair.value, path)
+    }
+  }
+  walk(doc.contents.get('spec', true), [])
+  return out
+}
+
 interface GeneratorEntry {
   readonly file: string
   readonly line: number

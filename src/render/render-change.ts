@@ -34,7 +34,7 @@ import { boundedError, type Kustomize } from '../kustomize/kustomize.ts'
 import { closureOf, filesIn, inClosure, KUSTOMIZATION_FILES, kustomizationFileIn, type Closure } from './closure.ts'
 import { fluxKustomizationText, generatedResources, outputDocuments, withCommonMetadata } from './flux-layer.ts'
 import { FLUX_NAMESPACE, fluxKustomization, isRecord, repositoryKey, type ArtifactSpec, type FluxKustomization } from './flux-objects.ts'
-import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, TreeFiles } from './provenance.ts'
+import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, specOrigins, TreeFiles } from './provenance.ts'
 import { FLUX_MARK, objectsIn, scanFluxObjects, YAML_FILE, type FluxScan, type Written } from './scan.ts'
 import { BlobStore, Snapshot, writeFiles } from './snapshot.ts'
 import { artifactTree, repositoryTree, type SourceTree } from './source-tree.ts'
@@ -531,10 +531,21 @@ async function renderedObjects(
     let keyOrigins: Record<string, Provenance> = {}
     const kind = typeof object.kind === 'string' ? object.kind : ''
     const name = typeof meta.name === 'string' ? meta.name : ''
+    let fields: Record<string, Provenance> | undefined
     if (origin?.kind === 'file') {
       const path = posix.normalize(posix.join(k.path, origin.path))
       const file = tree.toRepository(path)
       if (file !== undefined) provenance = { file, line: await documentLine(files, path, kind, name) }
+      // A spec change points at the field edited; the source document's name is before any prefix or suffix.
+      if (file !== undefined && kind === 'HelmRelease') {
+        const written = await specOrigins(files, closure, path, kind, writtenName(name, k))
+        fields = Object.fromEntries(
+          Object.entries(written).flatMap(([field, at]) => {
+            const repositoryFile = tree.toRepository(at.file)
+            return repositoryFile === undefined ? [] : [[field, { file: repositoryFile, line: at.line }]]
+          }),
+        )
+      }
     } else if (origin?.kind === 'generator' && (kind === 'ConfigMap' || kind === 'Secret')) {
       const found = await generatorProvenance(files, closure, posix.normalize(posix.join(k.path, origin.configuredIn)), kind, name)
       if (found) {
@@ -577,6 +588,7 @@ async function renderedObjects(
       object,
       origin: provenance,
       keyOrigins,
+      ...(fields === undefined ? {} : { specOrigins: fields }),
       kustomization: k.id,
     }
     objects.push(rendered)
@@ -594,6 +606,14 @@ async function renderedObjects(
     })
   }
   return { objects, problems, notRendered: [], children }
+}
+
+/** An object's name as written, before the Flux Kustomization's namePrefix/nameSuffix. */
+function writtenName(name: string, k: FluxKustomization): string {
+  const prefix = typeof k.spec.namePrefix === 'string' ? k.spec.namePrefix : ''
+  const suffix = typeof k.spec.nameSuffix === 'string' ? k.spec.nameSuffix : ''
+  const bare = name.startsWith(prefix) ? name.slice(prefix.length) : name
+  return suffix !== '' && bare.endsWith(suffix) ? bare.slice(0, -suffix.length) : bare
 }
 
 const SUBSTITUTE_KEY = 'kustomize.toolkit.fluxcd.io/substitute'
