@@ -260,6 +260,36 @@ describe('sources', () => {
     expect(problems[1]?.message).toContain('no value for cluster')
   })
 
+  it('a substituteFrom object whose content changes touches every Kustomization substituting from it, and no other', async () => {
+    const vars = (cluster: string): string =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {cluster: ${cluster}}\n`
+    const generatedVars = (region: string): string => `region=${region}\n`
+    const substituting = (name: string, from: string): string =>
+      fluxKustomization(name, `./apps/${name}`, ['  postBuild:', '    substituteFrom:', `      - {kind: ConfigMap, name: ${from}}`])
+    const files = {
+      ...BOOTSTRAP,
+      'clusters/prod/vars.yaml': vars('prod'),
+      // A generated substituteFrom source: the edited file is an env file that never names it.
+      'clusters/prod/kustomization.yaml':
+        'resources: [flux-system/gotk-sync.yaml, vars.yaml, a.yaml, b.yaml, c.yaml]\nconfigMapGenerator:\n  - name: region-vars\n    namespace: flux-system\n    envs: [region.env]\ngeneratorOptions: {disableNameSuffixHash: true}\n',
+      'clusters/prod/region.env': generatedVars('eu'),
+      'clusters/prod/a.yaml': substituting('a', 'cluster-vars'),
+      'clusters/prod/b.yaml': substituting('b', 'region-vars'),
+      'clusters/prod/c.yaml': fluxKustomization('c', './apps/c'),
+      'apps/a/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {where: "${cluster}"}\n',
+      'apps/b/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {where: "${region}"}\n',
+      'apps/c/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {where: "${cluster}"}\n',
+    }
+    const cluster = await render(files, { 'clusters/prod/vars.yaml': vars('staging') })
+    expect(cluster.builds.sort()).toEqual(['apps/a', 'apps/a', 'clusters/prod', 'clusters/prod'])
+    expect(named(cluster.change?.base, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'prod' })
+    expect(named(cluster.change?.head, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'staging' })
+    const region = await render(files, { 'clusters/prod/region.env': generatedVars('us') })
+    expect(region.builds.sort()).toEqual(['apps/b', 'apps/b', 'clusters/prod', 'clusters/prod'])
+    expect(named(region.change?.base, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'eu' })
+    expect(named(region.change?.head, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'us' })
+  })
+
   it('reads substituteFrom values through the cluster port when the repository has none', async () => {
     const files = {
       ...BOOTSTRAP,

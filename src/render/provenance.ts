@@ -162,7 +162,7 @@ export async function specOrigins(files: TreeFiles, closure: Closure, path: stri
 }
 
 /** The patch files a kustomization file names (`patches[].path`, `patchesStrategicMerge`). */
-async function patchFiles(files: TreeFiles, kustomization: string): Promise<string[]> {
+export async function patchFiles(files: TreeFiles, kustomization: string): Promise<string[]> {
   const text = await files.text(kustomization)
   if (text === undefined) return []
   let value: unknown

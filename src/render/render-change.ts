@@ -34,7 +34,7 @@ import { boundedError, type Kustomize } from '../kustomize/kustomize.ts'
 import { closureOf, filesIn, inClosure, KUSTOMIZATION_FILES, kustomizationFileIn, type Closure } from './closure.ts'
 import { fluxKustomizationText, generatedResources, outputDocuments, withCommonMetadata } from './flux-layer.ts'
 import { FLUX_NAMESPACE, fluxKustomization, isRecord, repositoryKey, type ArtifactSpec, type FluxKustomization } from './flux-objects.ts'
-import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, specOrigins, TreeFiles } from './provenance.ts'
+import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, patchFiles, specOrigins, TreeFiles } from './provenance.ts'
 import { FLUX_MARK, objectsIn, scanFluxObjects, YAML_FILE, type FluxScan, type Written } from './scan.ts'
 import { BlobStore, Snapshot, writeFiles } from './snapshot.ts'
 import { artifactTree, repositoryTree, type SourceTree } from './source-tree.ts'
@@ -96,6 +96,8 @@ export async function renderChange(reader: TreeReader, options: RenderChangeOpti
       options,
       identity,
       changed,
+      touched: new Set(),
+      changedMention: mentionsIn([...changed], [head.snapshot, base?.snapshot]),
       shared: new Map(),
       outputs: new Map(),
       speculative: [],
@@ -270,6 +272,10 @@ interface RenderContext {
   readonly outputs: Map<string, Promise<BuildOutput>>
   /** Builds started ahead of their level; awaited before the work directory goes. */
   readonly speculative: Promise<void>[]
+  /** Kustomizations whose output the range can have changed, at either commit. */
+  readonly touched: Set<string>
+  /** Does a file the range changed (at either commit) mention this text? */
+  readonly changedMention: (text: string) => Promise<boolean>
   /** Kustomization files parsed, by text: both commits hold most of them alike. */
   readonly parsed: Map<string, unknown>
   /** Bounds the kustomize builds running at once, across both commits. */
@@ -311,6 +317,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
       .map((w) => ({ k: w.value, file: w.file }))
   }
 
+  const producers = new Map<string, Producer>()
   type Decision = { k: FluxKustomization; build?: { tree: SourceTree; closure: Closure; touched: boolean }; reason?: string }
   const decide = async (k: FluxKustomization, file: string | undefined): Promise<Decision> => {
     const c = await closure(k)
@@ -321,7 +328,10 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
     const touched =
       ctx.options.scope === 'all' ||
       (file !== undefined && ctx.changed.has(file)) ||
-      [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t)))
+      [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t))) ||
+      (await substitutesChanged(k, objects, producers, commit, ctx))
+    if (touched) ctx.touched.add(k.id)
+    producers.set(k.id, { file, tree, closure: c })
     const definesOthers = written.some((w) => w.value.id !== k.id && tree.fromRepository(w.file).some((t) => inClosure(c, t)))
     if (!touched && !definesOthers) return { k }
     return { k, build: { tree, closure: c, touched } }
@@ -606,6 +616,70 @@ async function renderedObjects(
     })
   }
   return { objects, problems, notRendered: [], children }
+}
+
+/** A Kustomization as decided at one commit: what the objects it renders came from. */
+interface Producer {
+  readonly file: string | undefined
+  readonly tree: SourceTree
+  readonly closure: Closure
+}
+
+/**
+ * A Kustomization's postBuild substitution changed with the range when an object it substitutes
+ * from did: one rendered earlier whose own file, value files, kustomization files or patches the
+ * range changed (or whose Kustomization's definition it changed), or one written in a file the
+ * range changed. Values from the cluster are not the commit's.
+ */
+async function substitutesChanged(
+  k: FluxKustomization,
+  earlier: readonly RenderedObject[],
+  producers: ReadonlyMap<string, Producer>,
+  commit: Commit,
+  ctx: RenderContext,
+): Promise<boolean> {
+  const postBuild = isRecord(k.spec.postBuild) ? k.spec.postBuild : undefined
+  const refs = Array.isArray(postBuild?.substituteFrom) ? postBuild.substituteFrom.filter(isRecord) : []
+  for (const ref of refs) {
+    if ((ref.kind !== 'ConfigMap' && ref.kind !== 'Secret') || typeof ref.name !== 'string') continue
+    const rendered = earlier.find((o) => o.kind === ref.kind && o.name === ref.name && (o.namespace ?? FLUX_NAMESPACE) === k.namespace)
+    if (rendered === undefined) {
+      if (await ctx.changedMention(ref.name)) return true
+      continue
+    }
+    const producer = producers.get(rendered.kustomization)
+    if (producer === undefined || !ctx.touched.has(rendered.kustomization)) continue
+    if (producer.file !== undefined && ctx.changed.has(producer.file)) return true
+    const files = commit.filesOf(producer.tree)
+    const patches = (await Promise.all(producer.closure.kustomizations.map((f) => patchFiles(files, f)))).flat()
+    const influences = new Set(
+      [rendered.origin?.file, ...Object.values(rendered.keyOrigins).map((p) => p.file)]
+        .filter((f): f is string => f !== undefined)
+        .concat([...producer.closure.kustomizations, ...patches].map((p) => producer.tree.toRepository(p) ?? p)),
+    )
+    if ([...ctx.changed].some((c) => influences.has(c))) return true
+  }
+  return false
+}
+
+/** Whether any of `paths` (YAML files) mentions a text at any of the snapshots; each text asked once. */
+function mentionsIn(paths: readonly string[], snapshots: readonly (Snapshot | undefined)[]): (text: string) => Promise<boolean> {
+  const yaml = paths.filter((p) => YAML_FILE.test(p))
+  const texts = async (): Promise<string[]> => {
+    const read = await Promise.all(snapshots.flatMap((s) => (s === undefined ? [] : yaml.map((p) => s.text(p)))))
+    return read.filter((t): t is string => t !== undefined)
+  }
+  let all: Promise<string[]> | undefined
+  const answers = new Map<string, Promise<boolean>>()
+  return (text) => {
+    let answer = answers.get(text)
+    if (answer === undefined) {
+      all ??= texts()
+      answer = all.then((list) => list.some((t) => t.includes(text)))
+      answers.set(text, answer)
+    }
+    return answer
+  }
 }
 
 /** An object's name as written, before the Flux Kustomization's namePrefix/nameSuffix. */
