@@ -290,6 +290,35 @@ describe('sources', () => {
     expect(named(region.change?.head, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'us' })
   })
 
+  it('never renders or plans what source-controller leaves out: .sourceignore, spec.ignore, its defaults', async () => {
+    const sync = BOOTSTRAP['clusters/prod/flux-system/gotk-sync.yaml'].replace(
+      'spec: {url: "git@github.com:acme/fleet.git"}',
+      'spec:\n  url: "git@github.com:acme/fleet.git"\n  ignore: |\n    apps/a/local/',
+    )
+    const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {v: "1"}\n`
+    const files = {
+      'clusters/prod/flux-system/gotk-sync.yaml': sync,
+      'clusters/prod/a.yaml': fluxKustomization('a', './apps/a'),
+      '.sourceignore': '*.draft.yaml\n',
+      // No kustomization.yaml: Flux lists the directory's YAML, ignored files never among them.
+      'apps/a/cm.yaml': cm('a'),
+      'apps/a/wip.draft.yaml': cm('draft'),
+      'apps/a/local/dev.yaml': cm('dev'),
+      'apps/a/.sops.yaml': 'creation_rules: []\n',
+    }
+    const all = await render(files, undefined, { scope: 'all' })
+    expect(all.change?.head.problems).toEqual([])
+    expect(all.change?.head.objects.filter((o) => o.kustomization === 'flux-system/a').map((o) => o.name)).toEqual(['a'])
+    // An edit to an ignored file changes nothing Flux applies: only the root is built (it defines the others), once.
+    const ignored = await render(files, { 'apps/a/wip.draft.yaml': cm('draft2'), 'apps/a/local/dev.yaml': cm('dev2') })
+    expect(ignored.builds).toEqual(['clusters/prod'])
+    expect(ignored.change?.head.objects.some((o) => o.kustomization === 'flux-system/a')).toBe(false)
+    // Changing the rules changes what every artifact holds: built again, at both commits.
+    const unignored = await render(files, { '.sourceignore': '# nothing\n' })
+    expect(unignored.builds.sort()).toEqual(['apps/a', 'apps/a', 'clusters/prod', 'clusters/prod'])
+    expect(unignored.change?.head.objects.filter((o) => o.kustomization === 'flux-system/a').map((o) => o.name)).toEqual(['a', 'draft'])
+  })
+
   it('reads substituteFrom values through the cluster port when the repository has none', async () => {
     const files = {
       ...BOOTSTRAP,

@@ -36,8 +36,9 @@ import { fluxKustomizationText, generatedResources, outputDocuments, withCommonM
 import { FLUX_NAMESPACE, fluxKustomization, isRecord, repositoryKey, type ArtifactSpec, type FluxKustomization } from './flux-objects.ts'
 import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, patchFiles, specOrigins, TreeFiles } from './provenance.ts'
 import { FLUX_MARK, objectsIn, scanFluxObjects, YAML_FILE, type FluxScan, type Written } from './scan.ts'
-import { BlobStore, Snapshot, writeFiles } from './snapshot.ts'
-import { artifactTree, repositoryTree, type SourceTree } from './source-tree.ts'
+import { BlobStore, filteredView, Snapshot, writeFiles } from './snapshot.ts'
+import { artifactFilter, SOURCE_IGNORE_FILE } from './source-ignore.ts'
+import { artifactTree, type SourceTree } from './source-tree.ts'
 import { substitute, VARIABLE_NAME } from './substitute.ts'
 
 /** Values of a ConfigMap/Secret read from the cluster (Secret values decoded); undefined: not there. */
@@ -97,6 +98,7 @@ export async function renderChange(reader: TreeReader, options: RenderChangeOpti
       identity,
       changed,
       touched: new Set(),
+      ignoreChanged: base !== undefined && base.ignoreRules() !== head.ignoreRules(),
       changedMention: mentionsIn([...changed], [head.snapshot, base?.snapshot]),
       shared: new Map(),
       outputs: new Map(),
@@ -122,6 +124,8 @@ interface Identity {
 
 interface ArtifactEntry {
   readonly alias: string
+  /** `<namespace>/<name>` of the GitRepository the alias names. */
+  readonly source: string
   readonly artifact: ArtifactSpec
   /** Its rules copy from other sources too: we cannot lay it out. */
   readonly foreign: boolean
@@ -143,7 +147,9 @@ function repositoryIdentity(options: RenderChangeOptions, ...scans: (FluxScan | 
       if (alias === undefined) continue
       for (const artifact of generator.artifacts) {
         const foreign = artifact.copy.some((rule) => !aliases.some((a) => rule.from.startsWith(`@${a}/`)))
-        if (!artifacts.has(artifact.id)) artifacts.set(artifact.id, { alias, artifact, foreign })
+        const source = generator.sources.get(alias)
+        const id = source === undefined ? `${FLUX_NAMESPACE}/${FLUX_NAMESPACE}` : `${source.namespace}/${source.name}`
+        if (!artifacts.has(artifact.id)) artifacts.set(artifact.id, { alias, source: id, artifact, foreign })
       }
     }
   }
@@ -177,34 +183,43 @@ class Commit {
   private readonly treeFiles = new WeakMap<SourceTree, TreeFiles>()
   private builds = 0
   readonly directory: string
+  private readonly gitTrees = new Map<string, SourceTree>()
   readonly snapshot: Snapshot
-  readonly tree: SourceTree
   readonly scan: FluxScan
+  /** The `.sourceignore` files, path → text. */
+  private readonly ignoreFiles: ReadonlyMap<string, string>
   private readonly reader: TreeReader
 
-  private constructor(reader: TreeReader, directory: string, snapshot: Snapshot, scan: FluxScan) {
+  private constructor(reader: TreeReader, directory: string, snapshot: Snapshot, scan: FluxScan, ignoreFiles: ReadonlyMap<string, string>) {
     this.reader = reader
     this.directory = directory
     this.snapshot = snapshot
-    this.tree = repositoryTree(snapshot)
     this.scan = scan
+    this.ignoreFiles = ignoreFiles
+  }
+
+  /** Kustomization and `.sourceignore` files: every closure and artifact reads them. */
+  private static async structure(snapshot: Snapshot): Promise<Map<string, string>> {
+    const ignores = snapshot.paths.filter((p) => posix.basename(p) === SOURCE_IGNORE_FILE)
+    await snapshot.prefetch([...snapshot.paths.filter(isKustomizationFile), ...ignores])
+    return new Map(await Promise.all(ignores.map(async (p) => [p, (await snapshot.text(p)) ?? ''] as const)))
   }
 
   /** Head: `marked` (git grep) are the files that can hold Flux objects; only those and kustomization files are read. */
   static async open(reader: TreeReader, snapshot: Snapshot, marked: readonly string[], directory: string): Promise<Commit> {
-    const [scan] = await Promise.all([scanFluxObjects(snapshot, marked), snapshot.prefetch(snapshot.paths.filter(isKustomizationFile))])
-    return new Commit(reader, directory, snapshot, scan)
+    const [scan, ignoreFiles] = await Promise.all([scanFluxObjects(snapshot, marked), Commit.structure(snapshot)])
+    return new Commit(reader, directory, snapshot, scan, ignoreFiles)
   }
 
   /** Base: head's Flux scan for every file the range left alone; the files it changed are scanned again. */
   static async derive(head: Commit, snapshot: Snapshot, directory: string): Promise<Commit> {
     const touched = new Set(changedPaths(snapshot, head.snapshot))
-    const [rescanned] = await Promise.all([
+    const [rescanned, ignoreFiles] = await Promise.all([
       scanFluxObjects(
         snapshot,
         snapshot.paths.filter((p) => touched.has(p)),
       ),
-      snapshot.prefetch(snapshot.paths.filter(isKustomizationFile)),
+      Commit.structure(snapshot),
     ])
     const kept = <T>(list: readonly Written<T>[], fresh: readonly Written<T>[]): Written<T>[] => [...list.filter((w) => !touched.has(w.file)), ...fresh]
     const scan: FluxScan = {
@@ -212,21 +227,37 @@ class Commit {
       gitRepositories: kept(head.scan.gitRepositories, rescanned.gitRepositories),
       generators: kept(head.scan.generators, rescanned.generators),
     }
-    return new Commit(head.reader, directory, snapshot, scan)
+    return new Commit(head.reader, directory, snapshot, scan, ignoreFiles)
   }
 
   /** The tree a Kustomization's source holds at this commit. */
   source(k: FluxKustomization, identity: Identity): SourceTree | undefined {
-    if (k.sourceRef.kind === 'GitRepository') return this.tree
     const id = `${k.sourceRef.namespace}/${k.sourceRef.name}`
+    if (k.sourceRef.kind === 'GitRepository') return this.gitRepositoryTree(id)
     const entry = identity.artifacts.get(id)
     if (entry === undefined) return undefined
     let tree = this.artifacts.get(id)
     if (tree === undefined) {
-      tree = artifactTree(this.snapshot, entry.artifact, entry.alias)
+      tree = artifactTree(this.gitRepositoryTree(entry.source).view, entry.artifact, entry.alias)
       this.artifacts.set(id, tree)
     }
     return tree
+  }
+
+  /** The repository as the GitRepository `id`'s artifact holds it: without what source-controller ignores. */
+  gitRepositoryTree(id: string): SourceTree {
+    let tree = this.gitTrees.get(id)
+    if (tree === undefined) {
+      const keep = artifactFilter(this.ignoreFiles, this.scan.gitRepositories.find((g) => g.value.id === id)?.value.ignore)
+      tree = { view: filteredView(this.snapshot, keep), toRepository: (path) => path, fromRepository: (path) => (keep(path) ? [path] : []) }
+      this.gitTrees.set(id, tree)
+    }
+    return tree
+  }
+
+  /** How source-controller filters this commit for each GitRepository: a change here changes every artifact. */
+  ignoreRules(): string {
+    return JSON.stringify([[...this.ignoreFiles].sort(), this.scan.gitRepositories.map((g) => [g.value.id, g.value.ignore ?? null]).sort()])
   }
 
   /** Each tree's files read and indexed once for provenance. */
@@ -272,6 +303,8 @@ interface RenderContext {
   readonly outputs: Map<string, Promise<BuildOutput>>
   /** Builds started ahead of their level; awaited before the work directory goes. */
   readonly speculative: Promise<void>[]
+  /** The range changed what source-controller leaves out (`.sourceignore`, spec.ignore): every artifact may differ. */
+  readonly ignoreChanged: boolean
   /** Kustomizations whose output the range can have changed, at either commit. */
   readonly touched: Set<string>
   /** Does a file the range changed (at either commit) mention this text? */
@@ -327,6 +360,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
     if (entry?.foreign) return { k, reason: 'its ExternalArtifact also copies files from sources other than this repository' }
     const touched =
       ctx.options.scope === 'all' ||
+      ctx.ignoreChanged ||
       (file !== undefined && ctx.changed.has(file)) ||
       [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t))) ||
       (await substitutesChanged(k, objects, producers, commit, ctx))

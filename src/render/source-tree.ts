@@ -17,10 +17,6 @@ export interface SourceTree {
   fromRepository(path: string): readonly string[]
 }
 
-export function repositoryTree(view: TreeView): SourceTree {
-  return { view, toRepository: (path) => path, fromRepository: (path) => [path] }
-}
-
 /**
  * Lays out an ExternalArtifact from the repository's files by its copy rules, in order (later
  * rules overwrite). `alias` is the repository's alias in the generator; rules naming other
