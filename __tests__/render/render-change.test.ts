@@ -132,6 +132,13 @@ describe('what a commit builds', () => {
     expect(rootless.change?.head.kustomizations).toEqual(['flux-system/flux-system', 'flux-system/one', 'flux-system/two'])
   })
 
+  it('renders a suspended Kustomization and names it suspended, so its changes are planned but not waited for', async () => {
+    const held = { ...app('held'), 'clusters/prod/held.yaml': fluxKustomization('held', './apps/held', ['  suspend: true']) }
+    const { change } = await render({ ...BOOTSTRAP, ...app('one'), ...held }, { 'apps/held/values.yaml': 'replicaCount: 3\n' })
+    expect(change?.head.suspended).toEqual(['flux-system/held'])
+    expect(named(change?.head, 'ConfigMap', 'held-values')?.object.data).toMatchObject({ 'values.yaml': 'replicaCount: 3\n' })
+  })
+
   it('returns undefined when no Flux Kustomization applies the repository, so the caller reads files one by one', async () => {
     const plain = await render({ 'apps/x/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' }, undefined, { clusterRoot: undefined })
     expect(plain.change).toBeUndefined()

@@ -53,8 +53,23 @@ export function planRendered(input: RenderedPlanInput): Plan {
   const renames = renamedSources(base.sources, head.sources)
   const consumers = indexReads(head.releases)
   const candidates = input.fullSync ? fullSyncCandidates(head.sources) : changedCandidates(base.sources, head.sources, renames, input.options.discover)
-  const planned = candidates.map((c) => planSource(c, { context, base, consumers, head, renames, fullSync: input.fullSync }))
+  const suspended = new Set(input.head.suspended ?? [])
+  const held = new Map<string, string[]>()
+  const hold = (kustomization: string, what: string): void => void held.set(kustomization, [...(held.get(kustomization) ?? []), what])
+  const planned = candidates.map((c) => {
+    const p = planSource(c, { context, base, consumers, head, renames, fullSync: input.fullSync })
+    // A suspended Kustomization applies nothing: the change is planned, but neither triggers nor is waited for.
+    const kustomization = (c.change === 'deleted' ? c.base : c.head).kustomization
+    if (!suspended.has(kustomization)) return p
+    hold(kustomization, p.source.id)
+    return { source: { ...p.source, targets: [], suspended: kustomization }, readOrigins: new Map<string, Origin>(), problems: [] }
+  })
   const specs = input.fullSync ? new Map<string, SpecChange>() : specChanges(base.releases, head.releases)
+  for (const [key, release] of head.releases) {
+    if (!specs.has(key) || !suspended.has(release.kustomization)) continue
+    specs.delete(key)
+    hold(release.kustomization, `HelmRelease/${key}`)
+  }
   const problems = [
     ...renderProblems(input.head),
     ...head.problems,
@@ -68,7 +83,13 @@ export function planRendered(input: RenderedPlanInput): Plan {
     sources: planned.map((p) => p.source).sort((a, b) => compareText(a.id, b.id)),
     releases: plannedReleases(planned, specs),
     problems: problems.sort(compareProblem),
-    notes: input.head.notRendered.map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`),
+    notes: [
+      ...input.head.notRendered.map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`),
+      ...[...held].map(
+        ([kustomization, ids]) =>
+          `Flux Kustomization ${kustomization} is suspended (spec.suspend: true): kustomize-controller applies none of its changes until it is resumed, so ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} planned without a trigger or a wait`,
+      ),
+    ],
   }
 }
 
@@ -139,6 +160,8 @@ interface Source {
   readonly values: ReadonlyMap<string, string>
   /** What the digest covers, for the values diff (key-changes.ts); a Secret's values never leave it. */
   readonly content: DigestContent
+  /** The Flux Kustomization applying it. */
+  readonly kustomization: string
 }
 
 /** One spec.valuesFrom entry of a rendered release. */
@@ -152,6 +175,8 @@ interface Read {
 
 interface Release extends ReleaseRef {
   readonly origin: Origin
+  /** The Flux Kustomization applying it. */
+  readonly kustomization: string
   /** Where each spec field is written, by path as JSON. */
   readonly specOrigins: Readonly<Record<string, Provenance>>
   readonly spec: JsonRecord
@@ -245,6 +270,7 @@ function readSource(object: RenderedObject, namespace: string, context: Context,
     digest: digestOf(content, { semantic: context.options.semanticDigest }),
     values,
     content,
+    kustomization: object.kustomization,
   }
 }
 
@@ -299,7 +325,7 @@ function readRelease(object: RenderedObject, namespace: string): Release {
     const targetPath = typeof e['targetPath'] === 'string' && e['targetPath'] !== '' ? e['targetPath'] : undefined
     return [{ kind, name, key, targetPath, optional: e['optional'] === true }]
   })
-  return { namespace, name: object.name, origin: originOf(object), specOrigins: object.specOrigins ?? {}, spec, reads }
+  return { namespace, name: object.name, origin: originOf(object), kustomization: object.kustomization, specOrigins: object.specOrigins ?? {}, spec, reads }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -50,4 +50,6 @@ export interface RenderedRepository {
   readonly notRendered: readonly { readonly kustomization: string; readonly reason: string }[]
   /** "<namespace>/<name>" of every Flux Kustomization found that reads this repository. */
   readonly kustomizations: readonly string[]
+  /** Those with `spec.suspend: true`: kustomize-controller applies nothing of theirs until resumed. */
+  readonly suspended?: readonly string[]
 }

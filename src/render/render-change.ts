@@ -320,6 +320,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   const problems: RenderProblem[] = []
   const notRendered: { kustomization: string; reason: string }[] = []
   const seen = new Set<string>()
+  const suspended = new Set<string>()
   const written = commit.scan.kustomizations.filter((k) => readsRepository(k.value, ctx.identity))
   const closures = new Map<string, Promise<Closure | undefined>>()
   const closure = (k: FluxKustomization): Promise<Closure | undefined> => {
@@ -373,6 +374,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
 
   while (frontier.length > 0) {
     const level = frontier.filter(({ k }) => !seen.has(k.id) && (seen.add(k.id), true))
+    for (const { k } of level) if (k.spec.suspend === true) suspended.add(k.id)
     frontier = []
     const decisions = await Promise.all(level.map(({ k, file }) => decide(k, file)))
     const builds = decisions.map((d) => {
@@ -421,7 +423,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   }
   // Kustomizations written in the repository but reached by no chain from the root are not applied.
   const kustomizations = [...seen].sort()
-  return { objects, problems, notRendered, kustomizations }
+  return { objects, problems, notRendered, kustomizations, suspended: [...suspended].sort() }
 }
 
 function syntheticRoot(path: string, identity: Identity): FluxKustomization {

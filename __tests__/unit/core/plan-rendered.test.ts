@@ -242,6 +242,25 @@ describe('planRendered: hash-suffixed names and spec changes', () => {
     expect(JSON.stringify(p)).not.toContain('old')
   })
 
+  it('changes applied by a suspended Kustomization are planned but neither trigger nor are waited for, and a note says why', () => {
+    const held = { kustomization: 'flux-system/held' }
+    const p = plan(
+      [generated('atuin', 'a: 1\n', held), reader('atuin'), reader('loki', held), generated('grafana', 'g: 1\n'), reader('grafana')],
+      [generated('atuin', 'a: 2\n', held), reader('atuin'), reader('loki', { ...held, version: '2.0.0' }), generated('grafana', 'g: 2\n'), reader('grafana')],
+      { head: { suspended: ['flux-system/held'] } },
+    )
+    expect(p.sources.map((s) => [s.id, s.targets.length, s.suspended])).toEqual([
+      ['ConfigMap/apps/atuin-values', 0, 'flux-system/held'],
+      ['ConfigMap/apps/grafana-values', 1, undefined],
+    ])
+    expect(triggered(p)).toEqual(['apps/grafana'])
+    expect(specChanged(p)).toEqual([])
+    expect(p.notes).toEqual([
+      'Flux Kustomization flux-system/held is suspended (spec.suspend: true): kustomize-controller applies none of its changes until it is resumed, so ConfigMap/apps/atuin-values, HelmRelease/apps/loki are planned without a trigger or a wait',
+    ])
+    expect(p.problems).toEqual([])
+  })
+
   it('a release whose spec and read source both changed is one entry holding both', () => {
     const p = plan(
       [generated('app', 'a: 1'), reader('app', { values: { replicas: 1 } })],
