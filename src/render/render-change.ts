@@ -248,7 +248,17 @@ class Commit {
   gitRepositoryTree(id: string): SourceTree {
     let tree = this.gitTrees.get(id)
     if (tree === undefined) {
-      const keep = artifactFilter(this.ignoreFiles, this.scan.gitRepositories.find((g) => g.value.id === id)?.value.ignore)
+      const filter = artifactFilter(this.ignoreFiles, this.scan.gitRepositories.find((g) => g.value.id === id)?.value.ignore)
+      // Asked for the same paths again and again (every decision checks the changed and Flux files).
+      const known = new Map<string, boolean>()
+      const keep = (path: string): boolean => {
+        let kept = known.get(path)
+        if (kept === undefined) {
+          kept = filter(path)
+          known.set(path, kept)
+        }
+        return kept
+      }
       tree = { view: filteredView(this.snapshot, keep), toRepository: (path) => path, fromRepository: (path) => (keep(path) ? [path] : []) }
       this.gitTrees.set(id, tree)
     }
