@@ -577,7 +577,14 @@ async function renderedObjects(
   const files = commit.filesOf(tree)
   let firstUnresolved: Provenance | undefined
   for (const text of documents) {
-    let object = parse(text)
+    // kustomize-controller substitutes on each object's YAML as kyaml writes it, which is what
+    // kustomize printed: substitute that text and parse once. The opt-out needs the object read
+    // first; those few take the long way below.
+    const optOut = text.includes(SUBSTITUTE_KEY)
+    const early = vars.values !== undefined && !optOut && text.includes('$') ? substitute(text, vars.values) : undefined
+    let object = parse(early?.text ?? text)
+    const invalid = object === undefined && early !== undefined
+    if (invalid) object = parse(text)
     if (object === undefined) continue
     const meta = isRecord(object.metadata) ? object.metadata : {}
     const annotations = isRecord(meta.annotations) ? meta.annotations : {}
@@ -614,15 +621,15 @@ async function renderedObjects(
       }
     }
     object = withoutOrigin(object)
-    // Without a `$` in the document there is nothing to substitute: no second YAML round trip.
-    if (vars.values !== undefined && text.includes('$') && labels[SUBSTITUTE_KEY] !== 'disabled' && annotations[SUBSTITUTE_KEY] !== 'disabled') {
-      // kustomize-controller substitutes on the object's YAML text, so do we.
-      const result = substitute(stringifyObject(object), vars.values)
+    const substituting =
+      optOut && vars.values !== undefined && text.includes('$') && labels[SUBSTITUTE_KEY] !== 'disabled' && annotations[SUBSTITUTE_KEY] !== 'disabled'
+    if (early !== undefined || substituting) {
+      const result = early ?? substitute(stringifyObject(object), vars.values ?? new Map())
       for (const v of result.unresolved) unresolved.add(v)
       if (result.unresolved.length > 0 || result.errors.length > 0) firstUnresolved ??= provenance
       for (const error of result.errors.slice(0, 1))
         problems.push({ kustomization: k.id, path: shown, message: `postBuild substitution: ${boundedError(error)}`, ...(provenance ?? {}) })
-      const substituted = parse(result.text)
+      const substituted = early !== undefined ? (invalid ? undefined : object) : parse(result.text)
       if (substituted === undefined) {
         problems.push({
           kustomization: k.id,
