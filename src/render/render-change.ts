@@ -364,6 +364,20 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   const producers = new Map<string, Producer>()
   type Decision = { k: FluxKustomization; build?: { tree: SourceTree; closure: Closure; touched: boolean }; reason?: string }
   const decide = async (k: FluxKustomization, file: string | undefined): Promise<Decision> => {
+    // Most Kustomizations of a commit are untouched: one whose input stays inside its directory
+    // is known to be without parsing a kustomization file.
+    const early = commit.source(k, ctx.identity)
+    if (
+      early !== undefined &&
+      ctx.options.scope !== 'all' &&
+      !ctx.ignoreChanged &&
+      !(file !== undefined && ctx.changed.has(file)) &&
+      (await staysInside(k, early))
+    ) {
+      const inside = (p: string): boolean => early.fromRepository(p).some((t) => t.startsWith(`${k.path}/`))
+      const untouched = ![...ctx.changed].some(inside) && !written.some((w) => w.value.id !== k.id && inside(w.file))
+      if (untouched && !(await substitutesChanged(k, objects, producers, commit, ctx))) return { k }
+    }
     const c = await closure(k)
     const tree = commit.source(k, ctx.identity)
     if (c === undefined || tree === undefined) return { k, reason: 'its ExternalArtifact is not one this repository produces' }
@@ -669,6 +683,21 @@ async function renderedObjects(
     })
   }
   return { objects, problems, notRendered: [], children }
+}
+
+/**
+ * Whether a build of `k` reads only files under its own directory: Flux adds no components and
+ * no kustomization file there names a path with `..`, a URL or an absolute path.
+ */
+async function staysInside(k: FluxKustomization, tree: SourceTree): Promise<boolean> {
+  if (k.path === '' || (Array.isArray(k.spec.components) && k.spec.components.length > 0)) return false
+  const prefix = `${k.path}/`
+  for (const path of tree.view.paths) {
+    if (!path.startsWith(prefix) || !isKustomizationFile(path)) continue
+    const text = await tree.view.text(path)
+    if (text === undefined || /\.\.|:\/\/|git@|\?ref=|^\s*-?\s*\/|:\s*\//m.test(text)) return false
+  }
+  return true
 }
 
 /** A Kustomization as decided at one commit: what the objects it renders came from. */
