@@ -433,3 +433,43 @@ describe('shallow clones and range resolution on a real repository', () => {
     )
   })
 })
+
+describe('openObjects and grep', () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await newRepo()
+  })
+
+  it('lists a commit without reading content: files, symbolic links, no submodules; reads blobs by id in one process', async () => {
+    const sha = await commit(dir, { 'a.yaml': 'a: 1\n', 'apps/x/b.yml': 'b\r\n', 'apps/x/link': { symlink: '../../a.yaml' }, 'empty.txt': '' })
+    git(dir, 'update-index', '--add', '--cacheinfo', `160000,${sha},vendor/sub`)
+    git(dir, 'commit', '-q', '-m', 'gitlink')
+    const head = git(dir, 'rev-parse', 'HEAD')
+    const reader = await createGitReader({ cwd: dir })
+    const session = reader.openObjects()
+    try {
+      const listed = await session.tree(head)
+      expect(listed.map((b) => [b.path, b.type])).toEqual([
+        ['a.yaml', 'file'],
+        ['apps/x/b.yml', 'file'],
+        ['apps/x/link', 'symlink'],
+        ['empty.txt', 'file'],
+      ])
+      const ids = Object.fromEntries(listed.map((b) => [b.path, b.object]))
+      const read = await session.read([ids['a.yaml'] ?? '', ids['apps/x/b.yml'] ?? '', ids['apps/x/link'] ?? '', ids['empty.txt'] ?? ''])
+      expect([...read.values()].map((bytes) => new TextDecoder().decode(bytes))).toEqual(['a: 1\n', 'b\r\n', '../../a.yaml', ''])
+      // The first commit's listing shares its trees with the second's.
+      expect((await session.tree(sha)).map((b) => b.path)).toEqual(['a.yaml', 'apps/x/b.yml', 'apps/x/link', 'empty.txt'])
+      await expect(session.read(['0'.repeat(40)])).rejects.toThrow(/not in the clone/)
+    } finally {
+      session.close()
+    }
+  })
+
+  it('greps a commit for an extended regular expression among the globbed files, nothing found being an answer', async () => {
+    const sha = await commit(dir, { 'deep/k.yaml': 'apiVersion: kustomize.toolkit.fluxcd.io/v1\n', 'k.txt': 'kustomize.toolkit.fluxcd.io\n' })
+    const reader = await createGitReader({ cwd: dir })
+    expect(await reader.grep(sha, 'kustomize\\.toolkit\\.fluxcd\\.io|nothing', ['*.yaml', '*.yml'])).toEqual(['deep/k.yaml'])
+    expect(await reader.grep(sha, 'not-there', ['*.yaml'])).toEqual([])
+  })
+})

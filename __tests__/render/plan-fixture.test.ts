@@ -56,15 +56,15 @@ describe('the plan of a commit on a Flux-guide repository, rendered by the real 
     ])
   })
 
-  it('plans the releases whose rendered spec changed, with the fields and the release file', () => {
+  it('plans the releases whose rendered spec changed, with the fields and the line edited (the release file or the patch)', () => {
     const specs = plan.releases.flatMap((r) =>
       r.spec === undefined ? [] : [[`${r.namespace}/${r.name}`, r.spec.fields, `${r.spec.origin.file}:${r.spec.origin.line}`]],
     )
     expect(specs).toEqual([
       // The hash-suffixed name moved with the values: helm-controller sees a new generation too.
-      ['atuin/atuin', ['spec.valuesFrom'], 'apps/atuin/base/release.yaml:1'],
-      ['loki/loki', ['spec.chart.spec.version'], 'apps/loki/base/release.yaml:1'],
-      ['redis/redis', ['spec.chart.spec.version'], 'apps/redis/base/release.yaml:1'],
+      ['atuin/atuin', ['spec.valuesFrom'], 'apps/atuin/base/release.yaml:15'],
+      ['loki/loki', ['spec.chart.spec.version'], 'apps/loki/production/release-patch.yaml:8'],
+      ['redis/redis', ['spec.chart.spec.version'], 'apps/redis/base/release.yaml:10'],
     ])
   })
 

@@ -132,6 +132,13 @@ describe('what a commit builds', () => {
     expect(rootless.change?.head.kustomizations).toEqual(['flux-system/flux-system', 'flux-system/one', 'flux-system/two'])
   })
 
+  it('renders a suspended Kustomization and names it suspended, so its changes are planned but not waited for', async () => {
+    const held = { ...app('held'), 'clusters/prod/held.yaml': fluxKustomization('held', './apps/held', ['  suspend: true']) }
+    const { change } = await render({ ...BOOTSTRAP, ...app('one'), ...held }, { 'apps/held/values.yaml': 'replicaCount: 3\n' })
+    expect(change?.head.suspended).toEqual(['flux-system/held'])
+    expect(named(change?.head, 'ConfigMap', 'held-values')?.object.data).toMatchObject({ 'values.yaml': 'replicaCount: 3\n' })
+  })
+
   it('returns undefined when no Flux Kustomization applies the repository, so the caller reads files one by one', async () => {
     const plain = await render({ 'apps/x/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' }, undefined, { clusterRoot: undefined })
     expect(plain.change).toBeUndefined()
@@ -258,6 +265,65 @@ describe('sources', () => {
     expect(problems[0]?.message).toContain('ConfigMap/flux-system/in-cluster-only')
     expect(problems[1]).toMatchObject({ path: './apps/b', file: 'apps/b/cm.yaml', line: 1 })
     expect(problems[1]?.message).toContain('no value for cluster')
+  })
+
+  it('a substituteFrom object whose content changes touches every Kustomization substituting from it, and no other', async () => {
+    const vars = (cluster: string): string =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {cluster: ${cluster}}\n`
+    const generatedVars = (region: string): string => `region=${region}\n`
+    const substituting = (name: string, from: string): string =>
+      fluxKustomization(name, `./apps/${name}`, ['  postBuild:', '    substituteFrom:', `      - {kind: ConfigMap, name: ${from}}`])
+    const files = {
+      ...BOOTSTRAP,
+      'clusters/prod/vars.yaml': vars('prod'),
+      // A generated substituteFrom source: the edited file is an env file that never names it.
+      'clusters/prod/kustomization.yaml':
+        'resources: [flux-system/gotk-sync.yaml, vars.yaml, a.yaml, b.yaml, c.yaml]\nconfigMapGenerator:\n  - name: region-vars\n    namespace: flux-system\n    envs: [region.env]\ngeneratorOptions: {disableNameSuffixHash: true}\n',
+      'clusters/prod/region.env': generatedVars('eu'),
+      'clusters/prod/a.yaml': substituting('a', 'cluster-vars'),
+      'clusters/prod/b.yaml': substituting('b', 'region-vars'),
+      'clusters/prod/c.yaml': fluxKustomization('c', './apps/c'),
+      'apps/a/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {where: "${cluster}"}\n',
+      'apps/b/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {where: "${region}"}\n',
+      'apps/c/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {where: "${cluster}"}\n',
+    }
+    const cluster = await render(files, { 'clusters/prod/vars.yaml': vars('staging') })
+    expect(cluster.builds.sort()).toEqual(['apps/a', 'apps/a', 'clusters/prod', 'clusters/prod'])
+    expect(named(cluster.change?.base, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'prod' })
+    expect(named(cluster.change?.head, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'staging' })
+    const region = await render(files, { 'clusters/prod/region.env': generatedVars('us') })
+    expect(region.builds.sort()).toEqual(['apps/b', 'apps/b', 'clusters/prod', 'clusters/prod'])
+    expect(named(region.change?.base, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'eu' })
+    expect(named(region.change?.head, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'us' })
+  })
+
+  it('never renders or plans what source-controller leaves out: .sourceignore, spec.ignore, its defaults', async () => {
+    const sync = BOOTSTRAP['clusters/prod/flux-system/gotk-sync.yaml'].replace(
+      'spec: {url: "git@github.com:acme/fleet.git"}',
+      'spec:\n  url: "git@github.com:acme/fleet.git"\n  ignore: |\n    apps/a/local/',
+    )
+    const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {v: "1"}\n`
+    const files = {
+      'clusters/prod/flux-system/gotk-sync.yaml': sync,
+      'clusters/prod/a.yaml': fluxKustomization('a', './apps/a'),
+      '.sourceignore': '*.draft.yaml\n',
+      // No kustomization.yaml: Flux lists the directory's YAML, ignored files never among them.
+      'apps/a/cm.yaml': cm('a'),
+      'apps/a/wip.draft.yaml': cm('draft'),
+      'apps/a/local/dev.yaml': cm('dev'),
+      'apps/a/.sops.yaml': 'creation_rules: []\n',
+    }
+    const all = await render(files, undefined, { scope: 'all' })
+    expect(all.change?.head.problems).toEqual([])
+    expect(all.change?.head.objects.filter((o) => o.kustomization === 'flux-system/a').map((o) => o.name)).toEqual(['a'])
+    // An edit to an ignored file changes nothing Flux applies: only the root is built (it defines the others), once.
+    const ignored = await render(files, { 'apps/a/wip.draft.yaml': cm('draft2'), 'apps/a/local/dev.yaml': cm('dev2') })
+    expect(ignored.builds).toEqual(['clusters/prod'])
+    expect(ignored.change?.head.objects.some((o) => o.kustomization === 'flux-system/a')).toBe(false)
+    // Changing the rules changes what every artifact holds: built again, at both commits.
+    const unignored = await render(files, { '.sourceignore': '# nothing\n' })
+    expect(unignored.builds.sort()).toEqual(['apps/a', 'apps/a', 'clusters/prod', 'clusters/prod'])
+    expect(unignored.change?.head.objects.filter((o) => o.kustomization === 'flux-system/a').map((o) => o.name)).toEqual(['a', 'draft'])
   })
 
   it('reads substituteFrom values through the cluster port when the repository has none', async () => {

@@ -110,6 +110,11 @@ export interface PlannedSource extends SourceRef {
   readonly edits?: readonly KeyEdit[]
   /** A generated source whose hash-suffixed name changed with its content: its name at base. */
   readonly renamedFrom?: SourceId
+  /**
+   * Rendered plans: the Flux Kustomization applying it is suspended (`spec.suspend: true`), so the
+   * change is planned but never reaches the cluster until it is resumed: no targets, no wait.
+   */
+  readonly suspended?: string
 }
 
 /** A changed data key of a rendered source, and where its value was edited. */

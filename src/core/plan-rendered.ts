@@ -7,7 +7,8 @@
 // (`valuesKey`, default `values.yaml`) of `data` (a Secret's decoded data; a ConfigMap's
 // binaryData is never read), merged as YAML, or taken verbatim as a string at `targetPath`.
 
-import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
+import { contentOfConfigMap, contentOfSecret, digestOf, type DigestContent } from './digest.ts'
+import { addedKeys, keyChanges } from './key-changes.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
 import { byReleaseKey, releaseKey, sourceId } from './model.ts'
@@ -52,8 +53,23 @@ export function planRendered(input: RenderedPlanInput): Plan {
   const renames = renamedSources(base.sources, head.sources)
   const consumers = indexReads(head.releases)
   const candidates = input.fullSync ? fullSyncCandidates(head.sources) : changedCandidates(base.sources, head.sources, renames, input.options.discover)
-  const planned = candidates.map((c) => planSource(c, { context, base, consumers, head, renames, fullSync: input.fullSync }))
+  const suspended = new Set(input.head.suspended ?? [])
+  const held = new Map<string, string[]>()
+  const hold = (kustomization: string, what: string): void => void held.set(kustomization, [...(held.get(kustomization) ?? []), what])
+  const planned = candidates.map((c) => {
+    const p = planSource(c, { context, base, consumers, head, renames, fullSync: input.fullSync })
+    // A suspended Kustomization applies nothing: the change is planned, but neither triggers nor is waited for.
+    const kustomization = (c.change === 'deleted' ? c.base : c.head).kustomization
+    if (!suspended.has(kustomization)) return p
+    hold(kustomization, p.source.id)
+    return { source: { ...p.source, targets: [], suspended: kustomization }, readOrigins: new Map<string, Origin>(), problems: [] }
+  })
   const specs = input.fullSync ? new Map<string, SpecChange>() : specChanges(base.releases, head.releases)
+  for (const [key, release] of head.releases) {
+    if (!specs.has(key) || !suspended.has(release.kustomization)) continue
+    specs.delete(key)
+    hold(release.kustomization, `HelmRelease/${key}`)
+  }
   const problems = [
     ...renderProblems(input.head),
     ...head.problems,
@@ -67,7 +83,13 @@ export function planRendered(input: RenderedPlanInput): Plan {
     sources: planned.map((p) => p.source).sort((a, b) => compareText(a.id, b.id)),
     releases: plannedReleases(planned, specs),
     problems: problems.sort(compareProblem),
-    notes: input.head.notRendered.map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`),
+    notes: [
+      ...input.head.notRendered.map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`),
+      ...[...held].map(
+        ([kustomization, ids]) =>
+          `Flux Kustomization ${kustomization} is suspended (spec.suspend: true): kustomize-controller applies none of its changes until it is resumed, so ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} planned without a trigger or a wait`,
+      ),
+    ],
   }
 }
 
@@ -136,6 +158,10 @@ interface Source {
   readonly digest: Digest
   /** The values helm-controller can read, by key: ConfigMap data; Secret data decoded (stringData folded in). */
   readonly values: ReadonlyMap<string, string>
+  /** What the digest covers, for the values diff (key-changes.ts); a Secret's values never leave it. */
+  readonly content: DigestContent
+  /** The Flux Kustomization applying it. */
+  readonly kustomization: string
 }
 
 /** One spec.valuesFrom entry of a rendered release. */
@@ -149,6 +175,10 @@ interface Read {
 
 interface Release extends ReleaseRef {
   readonly origin: Origin
+  /** The Flux Kustomization applying it. */
+  readonly kustomization: string
+  /** Where each spec field is written, by path as JSON. */
+  readonly specOrigins: Readonly<Record<string, Provenance>>
   readonly spec: JsonRecord
   readonly reads: readonly Read[]
 }
@@ -239,6 +269,8 @@ function readSource(object: RenderedObject, namespace: string, context: Context,
     encrypted,
     digest: digestOf(content, { semantic: context.options.semanticDigest }),
     values,
+    content,
+    kustomization: object.kustomization,
   }
 }
 
@@ -293,7 +325,7 @@ function readRelease(object: RenderedObject, namespace: string): Release {
     const targetPath = typeof e['targetPath'] === 'string' && e['targetPath'] !== '' ? e['targetPath'] : undefined
     return [{ kind, name, key, targetPath, optional: e['optional'] === true }]
   })
-  return { namespace, name: object.name, origin: originOf(object), spec, reads }
+  return { namespace, name: object.name, origin: originOf(object), kustomization: object.kustomization, specOrigins: object.specOrigins ?? {}, spec, reads }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -428,6 +460,9 @@ function planSource(candidate: Candidate, scope: SourceScope): PlannedWithReads 
     ...(before === undefined ? {} : { previousDigest: before.digest }),
     ...(before !== undefined && before.id !== now.id ? { renamedFrom: before.id } : {}),
     targets: merged,
+    ...(scope.fullSync
+      ? {}
+      : { keyChanges: before === undefined ? addedKeys(now) : keyChanges(before, now, { semantic: scope.context.options.semanticDigest }) }),
     ...(edits.length > 0 ? { edits } : {}),
   }
   return { source, readOrigins, problems: untargeted(now, merged, annotated.length + discovered.length, edits, scope.context) }
@@ -567,12 +602,27 @@ function specChanges(base: ReadonlyMap<string, Release>, head: ReadonlyMap<strin
     if (diff.length === 0) continue
     changes.set(key, {
       change: before === undefined ? 'added' : 'modified',
-      origin: now.origin,
+      origin: before === undefined ? now.origin : fieldOrigin(now, diff),
       fields: diff.map((f) => ['spec', ...f.path].join('.')),
       expect: diff,
     })
   }
   return changes
+}
+
+/**
+ * Where the user edited the release's spec: for the first changed field, the field itself or the
+ * nearest enclosing one written (a field added under it), in the document or the patch that sets
+ * it; the document when none is known.
+ */
+function fieldOrigin(release: Release, diff: readonly FieldValue[]): Origin {
+  for (const { path } of diff) {
+    for (let n = path.length; n > 0; n--) {
+      const at = release.specOrigins[JSON.stringify(path.slice(0, n))]
+      if (at !== undefined) return { file: at.file, line: at.line }
+    }
+  }
+  return release.origin
 }
 
 /** Leaf differences under spec; lists are compared whole. Folded to top-level fields when many. */

@@ -20,6 +20,12 @@ export interface RenderedObject {
   readonly origin: Provenance | undefined
   /** Generated ConfigMap/Secret: data key → file:line of the value. Empty for other objects. */
   readonly keyOrigins: Readonly<Record<string, Provenance>>
+  /**
+   * HelmReleases: where each field under `spec` is written (the resource's document, or a patch
+   * that sets it), keyed by its path as JSON (`["chart","spec","version"]`), so a spec change
+   * points at the line edited.
+   */
+  readonly specOrigins?: Readonly<Record<string, Provenance>>
   /** "<namespace>/<name>" of the Flux Kustomization applying it. */
   readonly kustomization: string
 }
@@ -44,4 +50,6 @@ export interface RenderedRepository {
   readonly notRendered: readonly { readonly kustomization: string; readonly reason: string }[]
   /** "<namespace>/<name>" of every Flux Kustomization found that reads this repository. */
   readonly kustomizations: readonly string[]
+  /** Those with `spec.suspend: true`: kustomize-controller applies nothing of theirs until resumed. */
+  readonly suspended?: readonly string[]
 }

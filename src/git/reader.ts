@@ -2,8 +2,7 @@
 // Read-only: never touches the index, the work tree or the refs.
 
 import { spawn } from 'node:child_process'
-import { lstat, readlink, realpath, stat, unlink } from 'node:fs/promises'
-import { dirname, join, resolve, sep } from 'node:path'
+import { stat } from 'node:fs/promises'
 import { ConfigurationError, GitError, messageOf } from '../lib/errors.ts'
 import type { FileChange, FileContent, HeadFile } from '../core/model.ts'
 import { DEFAULT_MAX_BYTES } from '../core/manifest.ts'
@@ -26,11 +25,29 @@ export interface GitReader {
   /** One file at `sha`; undefined when there is no such path (or it is a directory). */
   show(sha: string, path: string): Promise<FileContent | undefined>
   /**
-   * Writes the tree of commit `sha` into `directory` (which must exist), the way a source
-   * artifact holds it. Symbolic links that leave the tree are dropped, so a build that
-   * follows them can read nothing outside the repository.
+   * A reader of trees and blobs kept open (one `git cat-file --batch` for every read, started on
+   * the first), so a caller lists commits and reads only the files it needs. Close it when done.
    */
-  extract(sha: string, directory: string): Promise<void>
+  openObjects(): ObjectSession
+  /** Paths at `sha` whose text matches the extended regular expression `pattern`, among the files `globs` name. */
+  grep(sha: string, pattern: string, globs: readonly string[]): Promise<string[]>
+}
+
+export interface ObjectSession {
+  /** The bytes of these blobs, no size limit; a missing one fails the read. */
+  read(objects: readonly string[]): Promise<Map<string, Uint8Array>>
+  /** The files and symbolic links of commit `sha`'s tree with their blob ids, by path (submodules left out); content is not read. */
+  tree(sha: string): Promise<TreeBlob[]>
+  /** Ends the git process; reads still pending fail. */
+  close(): void
+}
+
+/** One blob of a commit's tree. */
+export interface TreeBlob {
+  /** Repository-relative, forward slashes. */
+  readonly path: string
+  readonly type: 'file' | 'symlink'
+  readonly object: string
 }
 
 export interface GitReaderOptions {
@@ -67,7 +84,8 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
     changedFiles: (base, head, filter) => changedFiles(run, base, head, filter),
     headFiles: (head, filter) => headFiles(run, head, filter),
     show: (sha, path) => show(run, sha, path),
-    extract: (sha, directory) => extract(run, sha, directory),
+    openObjects: () => openObjectSession(options.git ?? 'git', options.cwd),
+    grep: (sha, pattern, globs) => grepTree(run, sha, pattern, globs),
   }
 }
 
@@ -293,6 +311,153 @@ async function readSmallBlobs(run: Run, wanted: readonly string[]): Promise<Map<
   )
 }
 
+/**
+ * `git cat-file --batch` without --buffer answers each request as it comes: one process for every
+ * read of a session, trees included (a listing reads the trees a commit does not share with one
+ * listed before, instead of a process per listing).
+ */
+function openObjectSession(git: string, cwd: string): ObjectSession {
+  const args = ['cat-file', '--batch']
+  const command = commandLine(args)
+  interface Request {
+    readonly names: readonly string[]
+    readonly got: BatchObject[]
+    readonly resolve: (objects: BatchObject[]) => void
+  }
+  const pending: Request[] = []
+  let child: ReturnType<typeof spawn> | undefined
+  let failure: Error | undefined
+  let failed: (error: Error) => void = () => {}
+  const failures = new Promise<never>((_, reject) => (failed = reject))
+  failures.catch(() => {})
+  const fail = (error: Error): void => {
+    failure ??= error
+    pending.splice(0)
+    failed(failure)
+  }
+  const parser = createBatchParser((object) => {
+    const request = pending[0]
+    if (request === undefined) return fail(unexpectedOutput(command, 'an object nobody asked for'))
+    request.got.push(object)
+    if (request.got.length < request.names.length) return
+    pending.shift()
+    request.resolve(request.got)
+  })
+  const start = (): ReturnType<typeof spawn> => {
+    const started = spawn(git, args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const stderr: Buffer[] = []
+    started.stdout?.on('data', (chunk: Buffer) => {
+      try {
+        parser.push(chunk)
+      } catch (error) {
+        fail(new GitError({ command, detail: `unexpected output: ${messageOf(error)}` }, { cause: error }))
+        started.kill()
+      }
+    })
+    started.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk))
+    started.stdin?.on('error', () => {})
+    started.on('error', (error) => fail(new GitError({ command, detail: spawnProblem(git, error) }, { cause: error })))
+    started.on('close', (code) => {
+      if (pending.length > 0) fail(new GitError({ command, detail: firstLine(Buffer.concat(stderr).toString('utf8')) ?? `exit ${code ?? 'by signal'}` }))
+    })
+    return started
+  }
+  /** The objects these names (ids, or `<commit>^{tree}`) name, in order; `missing` ones included. */
+  const objects = (names: readonly string[]): Promise<BatchObject[]> => {
+    if (names.length === 0) return Promise.resolve([])
+    if (failure !== undefined) return Promise.reject(failure)
+    if (names.some((n) => /[\n\r]/.test(n))) return Promise.reject(new GitError({ command, detail: 'an object name holds a line break' }))
+    child ??= start()
+    const running = child
+    const answer = new Promise<BatchObject[]>((resolve) => {
+      pending.push({ names, got: [], resolve })
+      running.stdin?.write(names.join('\n') + '\n')
+    })
+    return Promise.race([answer, failures])
+  }
+  const notA = (o: BatchObject, type: string): GitError =>
+    new GitError({
+      command,
+      detail: `object ${o.object} is ${o.type === 'missing' ? 'not in the clone (partial or shallow clone?)' : `a ${o.type}, not a ${type}`}`,
+    })
+  const trees = new Map<string, Promise<TreeItem[]>>()
+  const readTrees = (ids: readonly string[]): Promise<TreeItem[]>[] => {
+    const wanted = [...new Set(ids.filter((id) => !trees.has(id)))]
+    const read = objects(wanted)
+    wanted.forEach((id, i) => {
+      const items = read.then((all) => {
+        const o = all[i]
+        if (o === undefined || o.type !== 'tree') throw notA(o ?? { object: id, type: 'missing', bytes: new Uint8Array() }, 'tree')
+        return parseTreeObject(o.bytes, id.length / 2)
+      })
+      items.catch(() => {})
+      trees.set(id, items)
+    })
+    return ids.map((id) => trees.get(id) as Promise<TreeItem[]>)
+  }
+  const tree = async (sha: string): Promise<TreeBlob[]> => {
+    const [root] = await objects([`${sha}^{tree}`])
+    if (root === undefined || root.type !== 'tree') throw notA(root ?? { object: sha, type: 'missing', bytes: new Uint8Array() }, 'commit')
+    trees.set(root.object, Promise.resolve(parseTreeObject(root.bytes, root.object.length / 2)))
+    const out: TreeBlob[] = []
+    // Breadth first: one request per depth, trees met before not read again.
+    let level: { prefix: string; id: string }[] = [{ prefix: '', id: root.object }]
+    while (level.length > 0) {
+      const listed = await Promise.all(readTrees(level.map((l) => l.id)))
+      const next: { prefix: string; id: string }[] = []
+      level.forEach(({ prefix }, i) => {
+        for (const item of listed[i] ?? []) {
+          const path = prefix + item.name
+          const kind = kindOf(item.mode)
+          if (item.mode === '40000') next.push({ prefix: `${path}/`, id: item.id })
+          else if (kind === 'file' || kind === 'symlink') out.push({ path, type: kind, object: item.id })
+        }
+      })
+      level = next
+    }
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  }
+  return {
+    read: async (names) => {
+      const unique = [...new Set(names)]
+      const read = await objects(unique)
+      const bad = read.find((o) => o.type !== 'blob')
+      if (bad !== undefined) throw notA(bad, 'blob')
+      return new Map(read.map((o) => [o.object, o.bytes]))
+    },
+    tree,
+    close: () => {
+      child?.stdin?.end()
+      fail(new GitError({ command, detail: 'closed' }))
+    },
+  }
+}
+
+interface TreeItem {
+  readonly mode: string
+  readonly name: string
+  readonly id: string
+}
+
+/** A tree object: `<mode> <name>` NUL `<raw id>`, repeated; ids are `idBytes` long (20 SHA-1, 32 SHA-256). */
+function parseTreeObject(bytes: Uint8Array, idBytes: number): TreeItem[] {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const items: TreeItem[] = []
+  let offset = 0
+  while (offset < buffer.length) {
+    const space = buffer.indexOf(0x20, offset)
+    const nul = buffer.indexOf(0, space)
+    if (space < 0 || nul < 0 || nul + 1 + idBytes > buffer.length) throw new Error('a truncated tree object')
+    items.push({
+      mode: buffer.toString('latin1', offset, space),
+      name: buffer.toString('utf8', space + 1, nul),
+      id: buffer.toString('hex', nul + 1, nul + 1 + idBytes),
+    })
+    offset = nul + 1 + idBytes
+  }
+  return items
+}
+
 interface BatchParser {
   readonly push: (chunk: Buffer) => void
   readonly end: (command: string) => BatchObject[]
@@ -304,8 +469,9 @@ const LF = 0x0a
  * Parses `<object> <type> <size>` LF `<size bytes>` LF (or `<object> missing` LF) as chunks arrive.
  * Each body is copied once into its own array, so large outputs stay linear.
  */
-function createBatchParser(): BatchParser {
+function createBatchParser(onObject?: (object: BatchObject) => void): BatchParser {
   const objects: BatchObject[] = []
+  const emit = (object: BatchObject): void => (onObject ? onObject(object) : void objects.push(object))
   const allocate = createSlabAllocator()
   let header: Buffer[] = []
   let body: { object: string; type: string; bytes: Uint8Array; filled: number } | undefined
@@ -314,7 +480,7 @@ function createBatchParser(): BatchParser {
   const startObject = (line: string): void => {
     const [object = '', type = '', size] = line.split(' ')
     if (type === 'missing' || type === 'ambiguous') {
-      objects.push({ object, type: 'missing', bytes: new Uint8Array() })
+      emit({ object, type: 'missing', bytes: new Uint8Array() })
       return
     }
     const length = Number(size)
@@ -331,7 +497,7 @@ function createBatchParser(): BatchParser {
         body.filled += n
         offset += n
         if (body.filled === body.bytes.length) {
-          objects.push({ object: body.object, type: body.type, bytes: body.bytes })
+          emit({ object: body.object, type: body.type, bytes: body.bytes })
           body = undefined
           expectLf = true
         }
@@ -387,39 +553,15 @@ function createSlabAllocator(): (size: number) => Uint8Array {
 
 // ---- running git -----------------------------------------------------------------------------
 
-async function extract(run: Run, sha: string, directory: string): Promise<void> {
-  const tar = spawn('tar', ['-x', '-f', '-', '-C', directory], { stdio: ['pipe', 'ignore', 'pipe'] })
-  const tarDone = new Promise<void>((resolveTar, rejectTar) => {
-    const stderr: Buffer[] = []
-    tar.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
-    tar.on('error', (error) => rejectTar(new GitError({ command: 'tar -x', detail: messageOf(error) }, { cause: error })))
-    tar.on('close', (code) =>
-      code === 0 ? resolveTar() : rejectTar(new GitError({ command: 'tar -x', detail: firstLine(Buffer.concat(stderr).toString('utf8')) ?? `exit ${code}` })),
-    )
-  })
-  tar.stdin.on('error', () => {})
-  try {
-    await run(['archive', '--format=tar', sha], { onStdout: (chunk) => void tar.stdin.write(chunk) })
-  } finally {
-    tar.stdin.end()
-  }
-  await tarDone
-  await dropEscapingLinks(run, sha, directory)
-}
-
-/** Removes symbolic links whose target resolves outside `directory`. */
-async function dropEscapingLinks(run: Run, sha: string, directory: string): Promise<void> {
-  const { stdout } = await run(['ls-tree', '-r', '-z', sha])
-  const root = await realpath(directory)
-  for (const entry of stdout.toString('utf8').split('\0')) {
-    if (!entry.startsWith('120000 ')) continue
-    const path = join(directory, entry.slice(entry.indexOf('\t') + 1))
-    const link = await lstat(path).catch(() => undefined)
-    if (!link?.isSymbolicLink()) continue
-    const target = resolve(dirname(path), await readlink(path))
-    const real = await realpath(target).catch(() => target)
-    if (real !== root && !real.startsWith(root + sep)) await unlink(path)
-  }
+/** `git grep -l` at a commit: git reads the blobs itself, far faster than handing them to us. */
+async function grepTree(run: Run, sha: string, pattern: string, globs: readonly string[]): Promise<string[]> {
+  // git grep takes no --end-of-options: a revision must not read as an option.
+  if (sha.startsWith('-')) throw new GitError({ command: 'git grep', detail: `'${sha}' is not a revision` })
+  const args = ['-c', 'grep.fallbackToNoIndex=false', 'grep', '-l', '-z', '-I', '-E', '--no-color', '-e', pattern, sha, '--', ...globs]
+  // Exit 1: nothing matched.
+  const { stdout } = await run(args, { allowedExitCodes: [1] })
+  const prefix = `${sha}:`
+  return splitNul(stdout.toString('utf8')).map((p) => (p.startsWith(prefix) ? p.slice(prefix.length) : p))
 }
 
 interface RunOptions {

@@ -27,11 +27,11 @@ export function renderRangeOf(settings: Settings, git: GitReader, options: Rende
   const kustomize = lazyKustomize(settings)
   return async (range) => {
     const whole = range.fullSync || range.base === undefined
-    const changed = whole || range.base === undefined ? [] : await git.changedFiles(range.base, range.head, () => true)
+    // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
     return renderChange(git, {
       base: whole ? undefined : range.base,
       head: range.head,
-      changedFiles: changed.map((c) => c.path),
+      changedFiles: [],
       repositoryUrl: options.repositoryUrl,
       gitRepository: settings.gitRepository,
       clusterRoot: settings.clusterRoot,

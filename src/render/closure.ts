@@ -3,10 +3,10 @@
 // just those files into a build's own work tree, and to spot remote bases before kustomize
 // would fetch them. Over-approximates on purpose: every kustomization directory counts whole.
 
-import { readFile, stat } from 'node:fs/promises'
-import { join, posix } from 'node:path'
+import { posix } from 'node:path'
 import { parseDocument } from 'yaml'
 import { isRecord } from './flux-objects.ts'
+import type { TreeView } from './snapshot.ts'
 
 export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const
 
@@ -30,17 +30,18 @@ export function inClosure(closure: Closure, path: string): boolean {
   return false
 }
 
-/** A kustomization file of the directory at `root/dir`, or undefined. */
-export async function kustomizationFileIn(root: string, dir: string): Promise<string | undefined> {
-  for (const name of KUSTOMIZATION_FILES) {
-    const path = posix.join(dir, name)
-    if (await isFile(join(root, path))) return path
-  }
-  return undefined
+/** A kustomization file of the directory `dir`, or undefined. */
+export function kustomizationFileIn(view: Pick<TreeView, 'isFile'>, dir: string): string | undefined {
+  return KUSTOMIZATION_FILES.map((name) => posix.join(dir, name)).find((path) => view.isFile(path))
 }
 
-/** The closure of a build at `start` (relative to `root`), plus extra component directories. */
-export async function closureOf(root: string, start: string, components: readonly string[] = []): Promise<Closure> {
+/** The files of `view` a build with this closure reads. */
+export function filesIn(view: Pick<TreeView, 'paths'>, closure: Closure): string[] {
+  return view.paths.filter((p) => inClosure(closure, p))
+}
+
+/** The closure of a build at `start` in `view`, plus extra component directories; `parsed` caches kustomization files by text. */
+export async function closureOf(view: TreeView, start: string, components: readonly string[] = [], parsed = new Map<string, unknown>()): Promise<Closure> {
   const directories = new Set<string>()
   const files = new Set<string>()
   const remote: string[] = []
@@ -50,7 +51,7 @@ export async function closureOf(root: string, start: string, components: readonl
 
   const visitDirectory = async (dir: string, parent: string | undefined): Promise<void> => {
     const known = visiting.has(dir)
-    const file = known ? visiting.get(dir) : await kustomizationFileIn(root, dir)
+    const file = known ? visiting.get(dir) : kustomizationFileIn(view, dir)
     if (file !== undefined && parent !== undefined) includedBy.set(file, (includedBy.get(file) ?? new Set()).add(parent))
     if (known) return
     visiting.set(dir, file)
@@ -58,13 +59,10 @@ export async function closureOf(root: string, start: string, components: readonl
     // No kustomization file: Flux generates one listing the directory's YAML, nested
     // kustomization directories included; the whole directory is already in the closure.
     if (file === undefined) return
-    let parsed: unknown
-    try {
-      parsed = parseDocument(await readFile(join(root, file), 'utf8')).toJS()
-    } catch {
-      parsed = undefined
-    }
-    if (isRecord(parsed)) for (const ref of references(parsed)) await visitReference(dir, ref, file)
+    const text = (await view.text(file)) ?? ''
+    if (!parsed.has(text)) parsed.set(text, parseKustomization(text))
+    const value = parsed.get(text)
+    if (isRecord(value)) for (const ref of references(value)) await visitReference(dir, ref, file)
     kustomizations.push(file)
   }
 
@@ -76,7 +74,7 @@ export async function closureOf(root: string, start: string, components: readonl
     const target = posix.normalize(posix.join(dir, ref.path))
     if (target.startsWith('../') || target === '..') return // outside the source: kustomize refuses it
     const path = target === '.' ? '' : target
-    if (ref.maybeDirectory && (await isDirectory(join(root, path)))) await visitDirectory(path, from)
+    if (ref.maybeDirectory && view.isDirectory(path)) await visitDirectory(path, from)
     else files.add(path)
   }
 
@@ -84,6 +82,14 @@ export async function closureOf(root: string, start: string, components: readonl
   const top = visiting.get(start)
   for (const component of components) await visitReference(start, { path: component, maybeDirectory: true }, top)
   return { directories, files, remote, kustomizations, includedBy }
+}
+
+function parseKustomization(text: string): unknown {
+  try {
+    return parseDocument(text).toJS()
+  } catch {
+    return undefined
+  }
 }
 
 interface Reference {
@@ -119,19 +125,5 @@ function references(k: Record<string, unknown>): Reference[] {
 export function isRemote(path: string): boolean {
   return (
     /^[a-z][a-z0-9+.-]*:\/\//i.test(path) || /^git@/.test(path) || /\?ref=|\?version=/.test(path) || /^(github\.com|gitlab\.com|bitbucket\.org)\//.test(path)
-  )
-}
-
-async function isFile(path: string): Promise<boolean> {
-  return stat(path).then(
-    (s) => s.isFile(),
-    () => false,
-  )
-}
-
-async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then(
-    (s) => s.isDirectory(),
-    () => false,
   )
 }

@@ -35,6 +35,8 @@ export interface FluxKustomization {
 export interface GitRepositorySpec {
   readonly id: string
   readonly url: string
+  /** spec.ignore: gitignore patterns source-controller leaves out of the artifact. */
+  readonly ignore?: string
 }
 
 export interface CopyRule {
@@ -109,7 +111,8 @@ export function gitRepository(object: Readonly<Record<string, unknown>>): GitRep
   const meta = metadata(object)
   const url = isRecord(object.spec) ? text(object.spec.url) : undefined
   if (meta === undefined || url === undefined) return undefined
-  return { id: `${meta.namespace}/${meta.name}`, url }
+  const ignore = isRecord(object.spec) && typeof object.spec.ignore === 'string' ? object.spec.ignore : undefined
+  return { id: `${meta.namespace}/${meta.name}`, url, ...(ignore === undefined ? {} : { ignore }) }
 }
 
 export function artifactGenerator(object: Readonly<Record<string, unknown>>): ArtifactGeneratorSpec | undefined {

@@ -4,12 +4,12 @@
 // line: the document's first line in the file; for a generator, its entry in kustomization.yaml
 // and, per data key, the file or literal or env line the value comes from.
 
-import { readFile } from 'node:fs/promises'
-import { join, posix } from 'node:path'
+import { posix } from 'node:path'
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Node } from 'yaml'
 import type { Provenance } from '../core/rendered.ts'
 import type { Closure } from './closure.ts'
 import { isRecord } from './flux-objects.ts'
+import type { TreeView } from './snapshot.ts'
 
 export const ORIGIN_ANNOTATION = 'config.kubernetes.io/origin'
 
@@ -19,9 +19,9 @@ export type Origin =
 /** The origin annotation's value, paths relative to the build directory. */
 export function parseOrigin(value: string | undefined): Origin | undefined {
   if (value === undefined) return undefined
-  let parsed: unknown
+  let parsed: unknown = plainOrigin(value)
   try {
-    parsed = parseDocument(value).toJS()
+    parsed ??= parseDocument(value).toJS()
   } catch {
     return undefined
   }
@@ -33,19 +33,46 @@ export function parseOrigin(value: string | undefined): Origin | undefined {
   return undefined
 }
 
+/**
+ * kustomize writes the annotation as plain `key: value` lines (configuredBy's nested two spaces
+ * in): read those without a YAML parser, once per object. Undefined for anything else (quoted
+ * values, other shapes), which the YAML parser then reads.
+ */
+function plainOrigin(value: string): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {}
+  let nested: Record<string, unknown> | undefined
+  for (const line of value.split('\n')) {
+    if (line === '') continue
+    const match = /^( {2})?([A-Za-z]+):(?: ([^'"\s{[&*!|>%@`#][^#]*?))?$/.exec(line)
+    if (match === null) return undefined
+    const [, indent, key = '', text] = match
+    if (indent !== undefined) {
+      if (nested === undefined || text === undefined) return undefined
+      nested[key] = text
+    } else if (text === undefined) {
+      nested = {}
+      out[key] = nested
+    } else {
+      nested = undefined
+      out[key] = text
+    }
+  }
+  return out
+}
+
 /** Reads files of one tree (a commit's, or an artifact's), each read and indexed once. */
 export class TreeFiles {
   private readonly texts = new Map<string, Promise<string | undefined>>()
   private readonly indexes = new Map<string, Promise<readonly DocumentEntry[]>>()
-  private readonly root: string
-  constructor(root: string) {
-    this.root = root
+  private readonly view: TreeView
+  constructor(view: TreeView) {
+    this.view = view
   }
 
   text(path: string): Promise<string | undefined> {
     let found = this.texts.get(path)
     if (found === undefined) {
-      found = readFile(join(this.root, path), 'utf8').catch(() => undefined)
+      found = this.view.text(path).catch(() => undefined)
       this.texts.set(path, found)
     }
     return found
@@ -69,6 +96,30 @@ interface DocumentEntry {
 }
 
 function indexDocuments(text: string): DocumentEntry[] {
+  return singleDocument(text) ?? parsedDocuments(text)
+}
+
+/**
+ * Most manifests are one document: its first line is the first that is no comment, blank, `---`
+ * or directive, and its kind a top-level `kind:` line. Anything less plain goes to the parser.
+ */
+function singleDocument(text: string): DocumentEntry[] | undefined {
+  const lines = text.split('\n')
+  let first = -1
+  for (let i = 0; i < lines.length && first < 0; i++) {
+    const line = (lines[i] ?? '').replace(/\r$/, '')
+    if (/^\s*(#.*)?$/.test(line)) continue
+    if (line.startsWith('%') || (line.startsWith('---') && line.trim() !== '---')) return undefined
+    if (line !== '---') first = i
+  }
+  if (first < 0 || lines.slice(first + 1).some((l) => /^(---|\.\.\.)/.test(l))) return undefined
+  const kinds = lines.filter((l) => l.startsWith('kind:'))
+  const kind = kinds.length === 1 ? /^kind:[ \t]*([A-Za-z0-9]+)[ \t]*\r?$/.exec(kinds[0] ?? '')?.[1] : undefined
+  if (kind === undefined) return undefined
+  return [{ kind, name: undefined, line: first + 1 }]
+}
+
+function parsedDocuments(text: string): DocumentEntry[] {
   const counter = new LineCounter()
   const out: DocumentEntry[] = []
   for (const doc of parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })) {
@@ -90,6 +141,72 @@ export async function documentLine(files: TreeFiles, path: string, kind: string,
     if (score === 3) break
   }
   return best?.line ?? 1
+}
+
+/**
+ * Where each field under `spec` of an object is written, keyed by the field's path as JSON: the
+ * resource's document (`path`), then the strategic-merge patch files of the closure's
+ * kustomizations that name the object, bases first, so a field a patch sets points at the patch.
+ * Lists are one field (a spec change compares them whole).
+ */
+export async function specOrigins(files: TreeFiles, closure: Closure, path: string, kind: string, name: string): Promise<Record<string, Provenance>> {
+  const out: Record<string, Provenance> = {}
+  const record = async (file: string, lenient: boolean): Promise<void> => {
+    for (const [field, line] of Object.entries(await specLinesIn(files, file, kind, name, lenient))) out[field] = { file, line }
+  }
+  await record(path, true)
+  for (const kustomization of closure.kustomizations) {
+    for (const patch of await patchFiles(files, kustomization)) if (patch !== path) await record(patch, false)
+  }
+  return out
+}
+
+/** The patch files a kustomization file names (`patches[].path`, `patchesStrategicMerge`). */
+export async function patchFiles(files: TreeFiles, kustomization: string): Promise<string[]> {
+  const text = await files.text(kustomization)
+  if (text === undefined) return []
+  let value: unknown
+  try {
+    value = parseDocument(text, { uniqueKeys: false }).toJS()
+  } catch {
+    return []
+  }
+  if (!isRecord(value)) return []
+  const dir = posix.dirname(kustomization) === '.' ? '' : posix.dirname(kustomization)
+  const paths = [
+    ...(Array.isArray(value.patches) ? value.patches.flatMap((p) => (isRecord(p) && typeof p.path === 'string' ? [p.path] : [])) : []),
+    ...(Array.isArray(value.patchesStrategicMerge) ? value.patchesStrategicMerge.filter((p): p is string => typeof p === 'string' && !p.includes('\n')) : []),
+  ]
+  return paths.map((p) => posix.normalize(posix.join(dir, p)))
+}
+
+/** Line of each field under `spec` in the document of `file` holding `kind` named `name` (any one of its kind when `lenient` and alone). */
+async function specLinesIn(files: TreeFiles, file: string, kind: string, name: string, lenient: boolean): Promise<Record<string, number>> {
+  const text = await files.text(file)
+  if (text === undefined || !text.includes(kind)) return {}
+  const counter = new LineCounter()
+  let docs
+  try {
+    docs = parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })
+  } catch {
+    return {}
+  }
+  const matching = docs.filter((d) => 'contents' in d && isMap(d.contents) && d.get('kind') === kind)
+  const named = matching.find((d) => 'contents' in d && name.includes(String(d.getIn(['metadata', 'name']))))
+  const doc = named ?? (lenient && matching.length === 1 ? matching[0] : undefined)
+  if (doc === undefined || !('contents' in doc) || !isMap(doc.contents)) return {}
+  const out: Record<string, number> = {}
+  const walk = (node: unknown, at: readonly string[]): void => {
+    if (!isMap(node)) return
+    for (const pair of node.items) {
+      if (!isScalar(pair.key)) continue
+      const path = [...at, String(pair.key.value)]
+      out[JSON.stringify(path)] = lineOf(counter, pair.key as Node)
+      walk(pair.value, path)
+    }
+  }
+  walk(doc.contents.get('spec', true), [])
+  return out
 }
 
 interface GeneratorEntry {

@@ -1,7 +1,7 @@
 // renderChange: a commit range's repository as Flux applies it, at base and at head.
 //
 // Contract (the planner codes against this):
-// - Input: a git reader able to extract a commit's tree, the two commits, the files the range
+// - Input: a git reader (trees and blobs through one cat-file, and grep), the two commits, the files the range
 //   changed (repository paths), how to recognise this repository (its URL, or the GitRepository
 //   `<namespace>/<name>` naming it), the optional cluster root (`clusters/production`), and the
 //   kustomize to drive (src/kustomize/). Nothing is fetched: remote bases are reported in
@@ -14,27 +14,31 @@
 //   other Kustomizations (the chain is always followed). A Kustomization listed in
 //   `kustomizations` but absent from objects, problems and notRendered was untouched by the range:
 //   its objects are the same at base and head. With `scope: 'all'` every Kustomization is rendered.
-// - Base reuses head's build of a Kustomization whose closure and spec the range did not touch,
-//   and base's tree is head's (hard links) with the range's changes undone: cost follows the change.
+// - Cost follows the change: both commits are listed, not extracted; only the Flux objects (found
+//   by git grep), kustomization files and the closures of the builds are read. A Kustomization
+//   whose closure and spec the range did not touch is built once for both commits; both commits
+//   render side by side, and the Kustomizations a build will define are built as written while
+//   it runs (kustomize's output only: Flux's layer follows the chain in order).
 // - Never throws for repository content: a build that fails is one RenderProblem naming the Flux
 //   Kustomization, its path and kustomize's own error; the others are still rendered.
 //   Throws only for what the caller must fix (no kustomize, git failing).
 
-import { mkdtemp, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
-import { dirname, join, posix } from 'node:path'
+import { join, posix } from 'node:path'
 import { parseDocument, stringify } from 'yaml'
-import type { FileChange } from '../core/model.ts'
 import type { Provenance, RenderedObject, RenderedRepository, RenderProblem } from '../core/rendered.ts'
-import { mapLimit } from '../lib/concurrency.ts'
+import { limiter } from '../lib/concurrency.ts'
 import type { GitReader } from '../git/reader.ts'
 import { boundedError, type Kustomize } from '../kustomize/kustomize.ts'
-import { closureOf, inClosure, kustomizationFileIn, type Closure } from './closure.ts'
+import { closureOf, filesIn, inClosure, KUSTOMIZATION_FILES, kustomizationFileIn, type Closure } from './closure.ts'
 import { fluxKustomizationText, generatedResources, outputDocuments, withCommonMetadata } from './flux-layer.ts'
 import { FLUX_NAMESPACE, fluxKustomization, isRecord, repositoryKey, type ArtifactSpec, type FluxKustomization } from './flux-objects.ts'
-import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, TreeFiles } from './provenance.ts'
-import { objectsIn, scanFluxObjects, type FluxScan, type Written } from './scan.ts'
-import { artifactTree, linkInto, listFiles, repositoryTree, type SourceTree } from './source-tree.ts'
+import { documentLine, generatorProvenance, ORIGIN_ANNOTATION, parseOrigin, patchFiles, specOrigins, TreeFiles } from './provenance.ts'
+import { FLUX_MARK, objectsIn, scanFluxObjects, YAML_FILE, type FluxScan, type Written } from './scan.ts'
+import { BlobStore, filteredView, Snapshot, writeFiles } from './snapshot.ts'
+import { artifactFilter, SOURCE_IGNORE_FILE } from './source-ignore.ts'
+import { artifactTree, type SourceTree } from './source-tree.ts'
 import { substitute, VARIABLE_NAME } from './substitute.ts'
 
 /** Values of a ConfigMap/Secret read from the cluster (Secret values decoded); undefined: not there. */
@@ -68,24 +72,45 @@ export interface RenderedChange {
   readonly head: RenderedRepository
 }
 
-type Extractor = Pick<GitReader, 'extract' | 'changedFiles'>
+type TreeReader = Pick<GitReader, 'openObjects' | 'grep'>
 
 const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], kustomizations: [] }
 
-export async function renderChange(reader: Extractor, options: RenderChangeOptions): Promise<RenderedChange | undefined> {
+export async function renderChange(reader: TreeReader, options: RenderChangeOptions): Promise<RenderedChange | undefined> {
   const work = await mkdtemp(join(tmpdir(), 'hrt-render-'))
+  const session = reader.openObjects()
   try {
-    const head = await Commit.open(reader, options.head, join(work, 'head'))
-    const changes = options.base === undefined ? [] : await reader.changedFiles(options.base, options.head, () => true)
-    const changed = new Set([...options.changedFiles, ...changes.map((c) => c.path)])
-    const base = options.base === undefined ? undefined : await Commit.derive(head, changes, join(work, 'base'))
+    const store = new BlobStore(session)
+    // Both listings and the search for Flux objects at once: each is a git process.
+    const [headSnapshot, baseSnapshot, marked] = await Promise.all([
+      Snapshot.open(session, store, options.head),
+      options.base === undefined ? undefined : Snapshot.open(session, store, options.base),
+      reader.grep(options.head, FLUX_MARK, YAML_GLOBS),
+    ])
+    const head = await Commit.open(reader, headSnapshot, marked, join(work, 'head'))
+    const base = baseSnapshot === undefined ? undefined : await Commit.derive(head, baseSnapshot, join(work, 'base'))
+    const changed = new Set([...options.changedFiles, ...(base === undefined ? [] : changedPaths(base.snapshot, head.snapshot))])
     const identity = repositoryIdentity(options, head.scan, base?.scan)
     if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
-    const shared = new Map<string, Promise<Build>>()
-    const headView = await renderCommit(head, { options, identity, changed, shared, reuse: false })
-    const baseView = base ? await renderCommit(base, { options, identity, changed, shared, reuse: true }) : EMPTY
+    // One bound on kustomize processes for both commits, which render side by side.
+    const ctx: RenderContext = {
+      options,
+      identity,
+      changed,
+      touched: new Set(),
+      ignoreChanged: base !== undefined && base.ignoreRules() !== head.ignoreRules(),
+      changedMention: mentionsIn([...changed], [head.snapshot, base?.snapshot]),
+      shared: new Map(),
+      outputs: new Map(),
+      speculative: [],
+      parsed: new Map(),
+      limit: limiter(options.concurrency ?? Math.max(1, availableParallelism())),
+    }
+    const [headView, baseView] = await Promise.all([renderCommit(head, ctx), base ? renderCommit(base, ctx) : EMPTY])
+    await Promise.allSettled(ctx.speculative)
     return { base: baseView, head: headView }
   } finally {
+    session.close()
     await rm(work, { recursive: true, force: true })
   }
 }
@@ -99,6 +124,8 @@ interface Identity {
 
 interface ArtifactEntry {
   readonly alias: string
+  /** `<namespace>/<name>` of the GitRepository the alias names. */
+  readonly source: string
   readonly artifact: ArtifactSpec
   /** Its rules copy from other sources too: we cannot lay it out. */
   readonly foreign: boolean
@@ -120,7 +147,9 @@ function repositoryIdentity(options: RenderChangeOptions, ...scans: (FluxScan | 
       if (alias === undefined) continue
       for (const artifact of generator.artifacts) {
         const foreign = artifact.copy.some((rule) => !aliases.some((a) => rule.from.startsWith(`@${a}/`)))
-        if (!artifacts.has(artifact.id)) artifacts.set(artifact.id, { alias, artifact, foreign })
+        const source = generator.sources.get(alias)
+        const id = source === undefined ? `${FLUX_NAMESPACE}/${FLUX_NAMESPACE}` : `${source.namespace}/${source.name}`
+        if (!artifacts.has(artifact.id)) artifacts.set(artifact.id, { alias, source: id, artifact, foreign })
       }
     }
   }
@@ -138,82 +167,132 @@ function appliesRepository(scan: FluxScan, identity: Identity): boolean {
   return scan.kustomizations.some((k) => readsRepository(k.value, identity))
 }
 
-/** One commit's extracted tree, its file list and its written Flux objects. */
+/** Paths the two commits hold differently (added, deleted or changed). */
+function changedPaths(a: Snapshot, b: Snapshot): string[] {
+  const out = new Set<string>()
+  for (const path of a.paths) if (a.object(path) !== b.object(path)) out.add(path)
+  for (const path of b.paths) if (!a.isFile(path)) out.add(path)
+  return [...out]
+}
+
+const YAML_GLOBS = ['*.yaml', '*.yml']
+
+/** One commit's files (read lazily), its written Flux objects and the builds' work directories. */
 class Commit {
-  private readonly artifacts = new Map<string, Promise<SourceTree>>()
+  private readonly artifacts = new Map<string, SourceTree>()
+  private readonly treeFiles = new WeakMap<SourceTree, TreeFiles>()
   private builds = 0
-  readonly files: TreeFiles
   readonly directory: string
-  readonly tree: SourceTree
-  readonly paths: readonly string[]
+  private readonly gitTrees = new Map<string, SourceTree>()
+  readonly snapshot: Snapshot
   readonly scan: FluxScan
+  /** The `.sourceignore` files, path → text. */
+  private readonly ignoreFiles: ReadonlyMap<string, string>
+  private readonly reader: TreeReader
 
-  private constructor(directory: string, tree: SourceTree, paths: readonly string[], scan: FluxScan) {
+  private constructor(reader: TreeReader, directory: string, snapshot: Snapshot, scan: FluxScan, ignoreFiles: ReadonlyMap<string, string>) {
+    this.reader = reader
     this.directory = directory
-    this.tree = tree
-    this.paths = paths
+    this.snapshot = snapshot
     this.scan = scan
-    this.files = new TreeFiles(tree.root)
+    this.ignoreFiles = ignoreFiles
   }
 
-  static async open(reader: Extractor, sha: string, directory: string): Promise<Commit> {
-    const root = join(directory, 'tree')
-    await mkdir(root, { recursive: true })
-    await reader.extract(sha, root)
-    const paths = await listFiles(root)
-    return new Commit(directory, repositoryTree(root), paths, await scanFluxObjects(root, paths))
+  /** Kustomization and `.sourceignore` files: every closure and artifact reads them. */
+  private static async structure(snapshot: Snapshot): Promise<Map<string, string>> {
+    const ignores = snapshot.paths.filter((p) => posix.basename(p) === SOURCE_IGNORE_FILE)
+    await snapshot.prefetch([...snapshot.paths.filter(isKustomizationFile), ...ignores])
+    return new Map(await Promise.all(ignores.map(async (p) => [p, (await snapshot.text(p)) ?? ''] as const)))
   }
 
-  /** The tree a Kustomization's source holds at this commit. */
-  source(k: FluxKustomization, identity: Identity): Promise<SourceTree> | undefined {
-    if (k.sourceRef.kind === 'GitRepository') return Promise.resolve(this.tree)
-    const id = `${k.sourceRef.namespace}/${k.sourceRef.name}`
-    const entry = identity.artifacts.get(id)
-    if (entry === undefined) return undefined
-    let tree = this.artifacts.get(id)
-    if (tree === undefined) {
-      tree = artifactTree(this.tree.root, this.paths, entry.artifact, entry.alias, join(this.directory, 'artifacts', String(this.artifacts.size)))
-      this.artifacts.set(id, tree)
-    }
-    return tree
+  /** Head: `marked` (git grep) are the files that can hold Flux objects; only those and kustomization files are read. */
+  static async open(reader: TreeReader, snapshot: Snapshot, marked: readonly string[], directory: string): Promise<Commit> {
+    const [scan, ignoreFiles] = await Promise.all([scanFluxObjects(snapshot, marked), Commit.structure(snapshot)])
+    return new Commit(reader, directory, snapshot, scan, ignoreFiles)
   }
 
-  /**
-   * The base commit as head's tree with the range's changes undone: hard links for every file the
-   * range left alone, the base content for the others. Cost follows the change, not the repository.
-   */
-  static async derive(head: Commit, changes: readonly FileChange[], directory: string): Promise<Commit> {
-    const root = join(directory, 'tree')
-    await mkdir(root, { recursive: true })
-    await linkInto(head.tree.root, root, [''], [])
-    const touched = new Set<string>()
-    for (const change of changes) {
-      touched.add(change.path)
-      const path = join(root, change.path)
-      await rm(path, { force: true })
-      // Symbolic links are not restored: a build must not follow them out of the tree.
-      if (change.before?.type !== 'file') continue
-      await mkdir(dirname(path), { recursive: true })
-      await writeFile(path, change.before.bytes)
-    }
-    const paths = await listFiles(root)
-    const rescanned = await scanFluxObjects(
-      root,
-      paths.filter((p) => touched.has(p)),
-    )
+  /** Base: head's Flux scan for every file the range left alone; the files it changed are scanned again. */
+  static async derive(head: Commit, snapshot: Snapshot, directory: string): Promise<Commit> {
+    const touched = new Set(changedPaths(snapshot, head.snapshot))
+    const [rescanned, ignoreFiles] = await Promise.all([
+      scanFluxObjects(
+        snapshot,
+        snapshot.paths.filter((p) => touched.has(p)),
+      ),
+      Commit.structure(snapshot),
+    ])
     const kept = <T>(list: readonly Written<T>[], fresh: readonly Written<T>[]): Written<T>[] => [...list.filter((w) => !touched.has(w.file)), ...fresh]
     const scan: FluxScan = {
       kustomizations: kept(head.scan.kustomizations, rescanned.kustomizations),
       gitRepositories: kept(head.scan.gitRepositories, rescanned.gitRepositories),
       generators: kept(head.scan.generators, rescanned.generators),
     }
-    return new Commit(directory, repositoryTree(root), paths, scan)
+    return new Commit(head.reader, directory, snapshot, scan, ignoreFiles)
+  }
+
+  /** The tree a Kustomization's source holds at this commit. */
+  source(k: FluxKustomization, identity: Identity): SourceTree | undefined {
+    const id = `${k.sourceRef.namespace}/${k.sourceRef.name}`
+    if (k.sourceRef.kind === 'GitRepository') return this.gitRepositoryTree(id)
+    const entry = identity.artifacts.get(id)
+    if (entry === undefined) return undefined
+    let tree = this.artifacts.get(id)
+    if (tree === undefined) {
+      tree = artifactTree(this.gitRepositoryTree(entry.source).view, entry.artifact, entry.alias)
+      this.artifacts.set(id, tree)
+    }
+    return tree
+  }
+
+  /** The repository as the GitRepository `id`'s artifact holds it: without what source-controller ignores. */
+  gitRepositoryTree(id: string): SourceTree {
+    let tree = this.gitTrees.get(id)
+    if (tree === undefined) {
+      const filter = artifactFilter(this.ignoreFiles, this.scan.gitRepositories.find((g) => g.value.id === id)?.value.ignore)
+      // Asked for the same paths again and again (every decision checks the changed and Flux files).
+      const known = new Map<string, boolean>()
+      const keep = (path: string): boolean => {
+        let kept = known.get(path)
+        if (kept === undefined) {
+          kept = filter(path)
+          known.set(path, kept)
+        }
+        return kept
+      }
+      tree = { view: filteredView(this.snapshot, keep), toRepository: (path) => path, fromRepository: (path) => (keep(path) ? [path] : []) }
+      this.gitTrees.set(id, tree)
+    }
+    return tree
+  }
+
+  /** How source-controller filters this commit for each GitRepository: a change here changes every artifact. */
+  ignoreRules(): string {
+    return JSON.stringify([[...this.ignoreFiles].sort(), this.scan.gitRepositories.map((g) => [g.value.id, g.value.ignore ?? null]).sort()])
+  }
+
+  /** Each tree's files read and indexed once for provenance. */
+  filesOf(tree: SourceTree): TreeFiles {
+    let files = this.treeFiles.get(tree)
+    if (files === undefined) {
+      files = new TreeFiles(tree.view)
+      this.treeFiles.set(tree, files)
+    }
+    return files
+  }
+
+  /** YAML files at this commit whose text matches `pattern` (an extended regular expression). */
+  grep(pattern: string): Promise<string[]> {
+    return this.reader.grep(this.snapshot.sha, pattern, YAML_GLOBS)
   }
 
   newWorkDirectory(): string {
     this.builds += 1
     return join(this.directory, 'builds', String(this.builds))
   }
+}
+
+function isKustomizationFile(path: string): boolean {
+  return (KUSTOMIZATION_FILES as readonly string[]).includes(posix.basename(path))
 }
 
 interface Build {
@@ -228,9 +307,22 @@ interface RenderContext {
   readonly options: RenderChangeOptions
   readonly identity: Identity
   readonly changed: ReadonlySet<string>
-  /** Builds at head by id and spec, for base to reuse when the range did not touch them. */
+  /** Builds of Kustomizations the range did not touch, by id and spec: the same at both commits, built once. */
   readonly shared: Map<string, Promise<Build>>
-  readonly reuse: boolean
+  /** kustomize's output by commit (or none, when untouched) and spec: see kustomizeOutput. */
+  readonly outputs: Map<string, Promise<BuildOutput>>
+  /** Builds started ahead of their level; awaited before the work directory goes. */
+  readonly speculative: Promise<void>[]
+  /** The range changed what source-controller leaves out (`.sourceignore`, spec.ignore): every artifact may differ. */
+  readonly ignoreChanged: boolean
+  /** Kustomizations whose output the range can have changed, at either commit. */
+  readonly touched: Set<string>
+  /** Does a file the range changed (at either commit) mention this text? */
+  readonly changedMention: (text: string) => Promise<boolean>
+  /** Kustomization files parsed, by text: both commits hold most of them alike. */
+  readonly parsed: Map<string, unknown>
+  /** Bounds the kustomize builds running at once, across both commits. */
+  readonly limit: <R>(fn: () => Promise<R>) => Promise<R>
 }
 
 async function renderCommit(commit: Commit, ctx: RenderContext): Promise<RenderedRepository> {
@@ -238,17 +330,18 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   const problems: RenderProblem[] = []
   const notRendered: { kustomization: string; reason: string }[] = []
   const seen = new Set<string>()
+  const suspended = new Set<string>()
   const written = commit.scan.kustomizations.filter((k) => readsRepository(k.value, ctx.identity))
   const closures = new Map<string, Promise<Closure | undefined>>()
   const closure = (k: FluxKustomization): Promise<Closure | undefined> => {
-    const key = `${k.id}\0${JSON.stringify(k.spec)}`
+    const key = specKey(k)
     let found = closures.get(key)
     if (found === undefined) {
       found = (async () => {
-        const tree = await commit.source(k, ctx.identity)
+        const tree = commit.source(k, ctx.identity)
         if (tree === undefined) return undefined
         const components = Array.isArray(k.spec.components) ? k.spec.components.filter((c): c is string => typeof c === 'string') : []
-        return closureOf(tree.root, k.path, components)
+        return closureOf(tree.view, k.path, components, ctx.parsed)
       })()
       closures.set(key, found)
     }
@@ -268,30 +361,79 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
       .map((w) => ({ k: w.value, file: w.file }))
   }
 
-  const concurrency = ctx.options.concurrency ?? Math.max(1, availableParallelism())
+  const producers = new Map<string, Producer>()
+  type Decision = { k: FluxKustomization; build?: { tree: SourceTree; closure: Closure; touched: boolean }; reason?: string }
+  const decide = async (k: FluxKustomization, file: string | undefined): Promise<Decision> => {
+    // Most Kustomizations of a commit are untouched: one whose input stays inside its directory
+    // is known to be without parsing a kustomization file.
+    const early = commit.source(k, ctx.identity)
+    if (
+      early !== undefined &&
+      ctx.options.scope !== 'all' &&
+      !ctx.ignoreChanged &&
+      !(file !== undefined && ctx.changed.has(file)) &&
+      (await staysInside(k, early))
+    ) {
+      const inside = (p: string): boolean => early.fromRepository(p).some((t) => t.startsWith(`${k.path}/`))
+      const untouched = ![...ctx.changed].some(inside) && !written.some((w) => w.value.id !== k.id && inside(w.file))
+      if (untouched && !(await substitutesChanged(k, objects, producers, commit, ctx))) return { k }
+    }
+    const c = await closure(k)
+    const tree = commit.source(k, ctx.identity)
+    if (c === undefined || tree === undefined) return { k, reason: 'its ExternalArtifact is not one this repository produces' }
+    const entry = k.sourceRef.kind === 'ExternalArtifact' ? ctx.identity.artifacts.get(`${k.sourceRef.namespace}/${k.sourceRef.name}`) : undefined
+    if (entry?.foreign) return { k, reason: 'its ExternalArtifact also copies files from sources other than this repository' }
+    const touched =
+      ctx.options.scope === 'all' ||
+      ctx.ignoreChanged ||
+      (file !== undefined && ctx.changed.has(file)) ||
+      [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t))) ||
+      (await substitutesChanged(k, objects, producers, commit, ctx))
+    if (touched) ctx.touched.add(k.id)
+    producers.set(k.id, { file, tree, closure: c })
+    const definesOthers = written.some((w) => w.value.id !== k.id && tree.fromRepository(w.file).some((t) => inClosure(c, t)))
+    if (!touched && !definesOthers) return { k }
+    return { k, build: { tree, closure: c, touched } }
+  }
+
   while (frontier.length > 0) {
     const level = frontier.filter(({ k }) => !seen.has(k.id) && (seen.add(k.id), true))
+    for (const { k } of level) if (k.spec.suspend === true) suspended.add(k.id)
     frontier = []
-    const results = await mapLimit(level, concurrency, async ({ k, file }) => {
-      const c = await closure(k)
-      const tree = await commit.source(k, ctx.identity)
-      if (c === undefined || tree === undefined) return { k, build: undefined, reason: 'its ExternalArtifact is not one this repository produces' }
-      const entry = k.sourceRef.kind === 'ExternalArtifact' ? ctx.identity.artifacts.get(`${k.sourceRef.namespace}/${k.sourceRef.name}`) : undefined
-      if (entry?.foreign) return { k, build: undefined, reason: 'its ExternalArtifact also copies files from sources other than this repository' }
-      const touched =
-        ctx.options.scope === 'all' ||
-        (file !== undefined && ctx.changed.has(file)) ||
-        [...ctx.changed].some((p) => tree.fromRepository(p).some((t) => inClosure(c, t)))
-      const definesOthers = written.some((w) => w.value.id !== k.id && tree.fromRepository(w.file).some((t) => inClosure(c, t)))
-      if (!touched && !definesOthers) return { k, build: undefined, reason: undefined }
-      const key = `${k.id}\0${JSON.stringify(k.spec)}`
-      let build = !touched && ctx.reuse ? ctx.shared.get(key) : undefined
-      if (build === undefined) {
-        build = buildKustomization(commit, k, tree, c, objects, ctx)
-        if (!ctx.reuse) ctx.shared.set(key, build)
-      }
-      return { k, build: await build, reason: undefined }
+    const decisions = await Promise.all(level.map(({ k, file }) => decide(k, file)))
+    const builds = decisions.map((d) => {
+      if (d.build === undefined) return undefined
+      const key = specKey(d.k)
+      return { ...d.build, k: d.k, key, reused: d.build.touched ? undefined : ctx.shared.get(key) }
     })
+    // Everything this level's builds read, from git in one batch.
+    const prefetched = Promise.all(builds.map((b) => (b === undefined || b.reused ? undefined : b.tree.view.prefetch(filesIn(b.tree.view, b.closure)))))
+    // Registered before any await: the other commit, rendering alongside, reuses what is started here.
+    const started = builds.map((b) => {
+      if (b === undefined) return undefined
+      if (b.reused) return b.reused
+      const build = prefetched.then(() => buildKustomization(commit, b.k, b.tree, b.closure, objects, ctx, b.touched))
+      if (!b.touched) ctx.shared.set(b.key, build)
+      return build
+    })
+    // The Kustomizations these builds will define are written in their closures: start building
+    // those as written while the parents build. A child whose rendered spec differs (a parent's
+    // patch, substitution or prefix) is built again when its level comes; kustomize's output is
+    // all that is taken early, Flux's layer always runs in order.
+    for (const w of written) {
+      if (seen.has(w.value.id)) continue
+      if (!builds.some((b) => b !== undefined && b.tree.fromRepository(w.file).some((t) => inClosure(b.closure, t)))) continue
+      ctx.speculative.push(
+        // After this level's own builds have their place in the queue.
+        Promise.all([decide(w.value, w.file), prefetched]).then(async ([d]) => {
+          if (d.build === undefined || (d.build.closure.remote.length > 0 && ctx.options.fetchRemote !== true) || !d.build.tree.view.isDirectory(d.k.path))
+            return
+          await kustomizeOutput(commit, d.k, d.build.tree, d.build.closure, ctx, d.build.touched)
+        }),
+      )
+    }
+    const built = await Promise.all(started)
+    const results = decisions.map((d, i) => ({ k: d.k, build: built[i], reason: d.reason }))
     for (const { k, build, reason } of results) {
       if (reason !== undefined) notRendered.push({ kustomization: k.id, reason })
       if (build === undefined) continue
@@ -305,7 +447,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   }
   // Kustomizations written in the repository but reached by no chain from the root are not applied.
   const kustomizations = [...seen].sort()
-  return { objects, problems, notRendered, kustomizations }
+  return { objects, problems, notRendered, kustomizations, suspended: [...suspended].sort() }
 }
 
 function syntheticRoot(path: string, identity: Identity): FluxKustomization {
@@ -335,6 +477,7 @@ async function buildKustomization(
   closure: Closure,
   earlier: readonly RenderedObject[],
   ctx: RenderContext,
+  touched: boolean,
 ): Promise<Build> {
   const problem = (message: string, where?: Provenance): Build => ({
     objects: [],
@@ -351,39 +494,82 @@ async function buildKustomization(
       children: [],
     }
   }
-  const work = commit.newWorkDirectory()
-  await linkInto(tree.root, work, closure.directories, closure.files)
-  const dir = join(work, k.path)
   const shown = k.path === '' ? './' : `./${k.path}`
-  const existingName = await kustomizationFileIn(work, k.path)
-  if (existingName === undefined && !closure.directories.has(k.path))
-    return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
+  if (!tree.view.isDirectory(k.path)) return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
+  const built = await kustomizeOutput(commit, k, tree, closure, ctx, touched)
+  if ('problem' in built) return problem(built.problem, built.where)
+  return renderedObjects(commit, k, tree, closure, outputDocuments(built.output), earlier, ctx)
+}
+
+type BuildOutput = { output: string } | { problem: string; where?: Provenance }
+
+/**
+ * kustomize's output for `k` at this commit, built once: a build the range did not touch is the
+ * same at both commits and shared between them. Bounded by the run's kustomize concurrency.
+ */
+function kustomizeOutput(commit: Commit, k: FluxKustomization, tree: SourceTree, closure: Closure, ctx: RenderContext, touched: boolean): Promise<BuildOutput> {
+  const key = `${touched ? commit.snapshot.sha : ''}\0${specKey(k)}`
+  let output = ctx.outputs.get(key)
+  if (output === undefined) {
+    output = ctx.limit(() => writeAndBuild(commit, k, tree, closure, ctx))
+    output.catch(() => {})
+    ctx.outputs.set(key, output)
+  }
+  return output
+}
+
+/** A Flux Kustomization by id and spec, keys in a stable order (a rendered one may list them differently). */
+function specKey(k: FluxKustomization): string {
+  const sorted = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(sorted)
+      : isRecord(value)
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((key) => [key, sorted(value[key])]),
+          )
+        : value
+  return `${k.id}\0${JSON.stringify(sorted(k.spec))}`
+}
+
+/** Writes the closure into a work directory, with Flux's kustomization.yaml, and runs kustomize there. */
+async function writeAndBuild(
+  commit: Commit,
+  k: FluxKustomization,
+  tree: SourceTree,
+  closure: Closure,
+  ctx: RenderContext,
+): Promise<{ output: string } | { problem: string; where?: Provenance }> {
+  const shown = k.path === '' ? './' : `./${k.path}`
+  const work = commit.newWorkDirectory()
+  await writeFiles(tree.view, work, filesIn(tree.view, closure))
+  const dir = join(work, k.path)
+  const existingName = kustomizationFileIn(tree.view, k.path)
   let existing: string | undefined
   let generated: string[] = []
   try {
     if (existingName !== undefined) existing = await readFile(join(work, existingName), 'utf8')
     else generated = await generatedResources(dir)
   } catch {
-    return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
+    return { problem: `Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.` }
   }
   const target = join(work, existingName ?? posix.join(k.path, 'kustomization.yaml'))
   try {
     const text = fluxKustomizationText(existing, generated, k)
-    // The work tree holds hard links: replace the file, never write through the link.
-    await unlink(target).catch(() => {})
     await writeFile(target, text)
   } catch (error) {
-    return problem(
-      `Flux Kustomization ${k.id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${boundedError(String(error))}); fix the file.`,
-      existingName ? { file: tree.toRepository(existingName) ?? existingName, line: 1 } : undefined,
-    )
+    return {
+      problem: `Flux Kustomization ${k.id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${boundedError(String(error))}); fix the file.`,
+      ...(existingName ? { where: { file: tree.toRepository(existingName) ?? existingName, line: 1 } } : {}),
+    }
   }
   const result = await ctx.options.kustomize.build(dir)
   if (!result.ok) {
     const message = result.error.split(`${work}/`).join('').split(work).join('.')
-    return problem(`Flux Kustomization ${k.id} (path ${shown}) does not build: ${message}`)
+    return { problem: `Flux Kustomization ${k.id} (path ${shown}) does not build: ${message}` }
   }
-  return renderedObjects(commit, k, tree, closure, outputDocuments(result.output), earlier, ctx)
+  return { output: result.output }
 }
 
 async function renderedObjects(
@@ -402,10 +588,17 @@ async function renderedObjects(
   const vars = await substitutionVariables(commit, k, earlier, ctx)
   if (vars.problem) problems.push({ kustomization: k.id, path: shown, message: vars.problem })
   const unresolved = new Set<string>()
-  const files = tree === commit.tree ? commit.files : new TreeFiles(tree.root)
+  const files = commit.filesOf(tree)
   let firstUnresolved: Provenance | undefined
   for (const text of documents) {
-    let object = parse(text)
+    // kustomize-controller substitutes on each object's YAML as kyaml writes it, which is what
+    // kustomize printed: substitute that text and parse once. The opt-out needs the object read
+    // first; those few take the long way below.
+    const optOut = text.includes(SUBSTITUTE_KEY)
+    const early = vars.values !== undefined && !optOut && text.includes('$') ? substitute(text, vars.values) : undefined
+    let object = parse(early?.text ?? text)
+    const invalid = object === undefined && early !== undefined
+    if (invalid) object = parse(text)
     if (object === undefined) continue
     const meta = isRecord(object.metadata) ? object.metadata : {}
     const annotations = isRecord(meta.annotations) ? meta.annotations : {}
@@ -415,10 +608,21 @@ async function renderedObjects(
     let keyOrigins: Record<string, Provenance> = {}
     const kind = typeof object.kind === 'string' ? object.kind : ''
     const name = typeof meta.name === 'string' ? meta.name : ''
+    let fields: Record<string, Provenance> | undefined
     if (origin?.kind === 'file') {
       const path = posix.normalize(posix.join(k.path, origin.path))
       const file = tree.toRepository(path)
       if (file !== undefined) provenance = { file, line: await documentLine(files, path, kind, name) }
+      // A spec change points at the field edited; the source document's name is before any prefix or suffix.
+      if (file !== undefined && kind === 'HelmRelease') {
+        const written = await specOrigins(files, closure, path, kind, writtenName(name, k))
+        fields = Object.fromEntries(
+          Object.entries(written).flatMap(([field, at]) => {
+            const repositoryFile = tree.toRepository(at.file)
+            return repositoryFile === undefined ? [] : [[field, { file: repositoryFile, line: at.line }]]
+          }),
+        )
+      }
     } else if (origin?.kind === 'generator' && (kind === 'ConfigMap' || kind === 'Secret')) {
       const found = await generatorProvenance(files, closure, posix.normalize(posix.join(k.path, origin.configuredIn)), kind, name)
       if (found) {
@@ -431,14 +635,15 @@ async function renderedObjects(
       }
     }
     object = withoutOrigin(object)
-    if (vars.values !== undefined && labels[SUBSTITUTE_KEY] !== 'disabled' && annotations[SUBSTITUTE_KEY] !== 'disabled') {
-      // kustomize-controller substitutes on the object's YAML text, so do we.
-      const result = substitute(stringifyObject(object), vars.values)
+    const substituting =
+      optOut && vars.values !== undefined && text.includes('$') && labels[SUBSTITUTE_KEY] !== 'disabled' && annotations[SUBSTITUTE_KEY] !== 'disabled'
+    if (early !== undefined || substituting) {
+      const result = early ?? substitute(stringifyObject(object), vars.values ?? new Map())
       for (const v of result.unresolved) unresolved.add(v)
       if (result.unresolved.length > 0 || result.errors.length > 0) firstUnresolved ??= provenance
       for (const error of result.errors.slice(0, 1))
         problems.push({ kustomization: k.id, path: shown, message: `postBuild substitution: ${boundedError(error)}`, ...(provenance ?? {}) })
-      const substituted = parse(result.text)
+      const substituted = early !== undefined ? (invalid ? undefined : object) : parse(result.text)
       if (substituted === undefined) {
         problems.push({
           kustomization: k.id,
@@ -460,6 +665,7 @@ async function renderedObjects(
       object,
       origin: provenance,
       keyOrigins,
+      ...(fields === undefined ? {} : { specOrigins: fields }),
       kustomization: k.id,
     }
     objects.push(rendered)
@@ -477,6 +683,93 @@ async function renderedObjects(
     })
   }
   return { objects, problems, notRendered: [], children }
+}
+
+/**
+ * Whether a build of `k` reads only files under its own directory: Flux adds no components and
+ * no kustomization file there names a path with `..`, a URL or an absolute path.
+ */
+async function staysInside(k: FluxKustomization, tree: SourceTree): Promise<boolean> {
+  if (k.path === '' || (Array.isArray(k.spec.components) && k.spec.components.length > 0)) return false
+  const prefix = `${k.path}/`
+  for (const path of tree.view.paths) {
+    if (!path.startsWith(prefix) || !isKustomizationFile(path)) continue
+    const text = await tree.view.text(path)
+    if (text === undefined || /\.\.|:\/\/|git@|\?ref=|^\s*-?\s*\/|:\s*\//m.test(text)) return false
+  }
+  return true
+}
+
+/** A Kustomization as decided at one commit: what the objects it renders came from. */
+interface Producer {
+  readonly file: string | undefined
+  readonly tree: SourceTree
+  readonly closure: Closure
+}
+
+/**
+ * A Kustomization's postBuild substitution changed with the range when an object it substitutes
+ * from did: one rendered earlier whose own file, value files, kustomization files or patches the
+ * range changed (or whose Kustomization's definition it changed), or one written in a file the
+ * range changed. Values from the cluster are not the commit's.
+ */
+async function substitutesChanged(
+  k: FluxKustomization,
+  earlier: readonly RenderedObject[],
+  producers: ReadonlyMap<string, Producer>,
+  commit: Commit,
+  ctx: RenderContext,
+): Promise<boolean> {
+  const postBuild = isRecord(k.spec.postBuild) ? k.spec.postBuild : undefined
+  const refs = Array.isArray(postBuild?.substituteFrom) ? postBuild.substituteFrom.filter(isRecord) : []
+  for (const ref of refs) {
+    if ((ref.kind !== 'ConfigMap' && ref.kind !== 'Secret') || typeof ref.name !== 'string') continue
+    const rendered = earlier.find((o) => o.kind === ref.kind && o.name === ref.name && (o.namespace ?? FLUX_NAMESPACE) === k.namespace)
+    if (rendered === undefined) {
+      if (await ctx.changedMention(ref.name)) return true
+      continue
+    }
+    const producer = producers.get(rendered.kustomization)
+    if (producer === undefined || !ctx.touched.has(rendered.kustomization)) continue
+    if (producer.file !== undefined && ctx.changed.has(producer.file)) return true
+    const files = commit.filesOf(producer.tree)
+    const patches = (await Promise.all(producer.closure.kustomizations.map((f) => patchFiles(files, f)))).flat()
+    const influences = new Set(
+      [rendered.origin?.file, ...Object.values(rendered.keyOrigins).map((p) => p.file)]
+        .filter((f): f is string => f !== undefined)
+        .concat([...producer.closure.kustomizations, ...patches].map((p) => producer.tree.toRepository(p) ?? p)),
+    )
+    if ([...ctx.changed].some((c) => influences.has(c))) return true
+  }
+  return false
+}
+
+/** Whether any of `paths` (YAML files) mentions a text at any of the snapshots; each text asked once. */
+function mentionsIn(paths: readonly string[], snapshots: readonly (Snapshot | undefined)[]): (text: string) => Promise<boolean> {
+  const yaml = paths.filter((p) => YAML_FILE.test(p))
+  const texts = async (): Promise<string[]> => {
+    const read = await Promise.all(snapshots.flatMap((s) => (s === undefined ? [] : yaml.map((p) => s.text(p)))))
+    return read.filter((t): t is string => t !== undefined)
+  }
+  let all: Promise<string[]> | undefined
+  const answers = new Map<string, Promise<boolean>>()
+  return (text) => {
+    let answer = answers.get(text)
+    if (answer === undefined) {
+      all ??= texts()
+      answer = all.then((list) => list.some((t) => t.includes(text)))
+      answers.set(text, answer)
+    }
+    return answer
+  }
+}
+
+/** An object's name as written, before the Flux Kustomization's namePrefix/nameSuffix. */
+function writtenName(name: string, k: FluxKustomization): string {
+  const prefix = typeof k.spec.namePrefix === 'string' ? k.spec.namePrefix : ''
+  const suffix = typeof k.spec.nameSuffix === 'string' ? k.spec.nameSuffix : ''
+  const bare = name.startsWith(prefix) ? name.slice(prefix.length) : name
+  return suffix !== '' && bare.endsWith(suffix) ? bare.slice(0, -suffix.length) : bare
 }
 
 const SUBSTITUTE_KEY = 'kustomize.toolkit.fluxcd.io/substitute'
@@ -530,9 +823,12 @@ async function repositoryValues(
 ): Promise<Record<string, string> | undefined> {
   const rendered = earlier.find((o) => o.kind === kind && o.name === name && (o.namespace ?? FLUX_NAMESPACE) === namespace)
   if (rendered) return dataOf(rendered.object)
-  for (const file of commit.paths) {
-    if (!/\.ya?ml$/.test(file)) continue
-    for (const object of await objectsIn(commit.tree.root, file, new RegExp(`\\b${kind}\\b[\\s\\S]*\\b${name.replace(/[.]/g, '\\.')}\\b`))) {
+  // git grep narrows the search to the files naming it; only those are read.
+  const escaped = name.replace(/[.]/g, '\\.')
+  const files = (await commit.grep(escaped)).filter((f) => YAML_FILE.test(f))
+  await commit.snapshot.prefetch(files)
+  for (const file of files) {
+    for (const object of await objectsIn(commit.snapshot, file, new RegExp(`\\b${kind}\\b[\\s\\S]*\\b${escaped}\\b`))) {
       const meta = isRecord(object.metadata) ? object.metadata : {}
       if (object.kind === kind && meta.name === name && (meta.namespace ?? namespace) === namespace) return dataOf(object)
     }

@@ -3,8 +3,6 @@
 // they read. A cheap text filter first, so a large file that is no Flux object (a dashboard,
 // a CRD bundle) is never parsed, and never an error.
 
-import { readFile, stat } from 'node:fs/promises'
-import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
 import {
   artifactGenerator,
@@ -15,9 +13,17 @@ import {
   type FluxKustomization,
   type GitRepositorySpec,
 } from './flux-objects.ts'
+import type { TreeView } from './snapshot.ts'
 
 /** Flux objects are small; bigger files are skipped by the scan (they are still built). */
 const SCAN_LIMIT = 2 * 1024 * 1024
+
+/** What marks a file that may hold a Flux object (an extended regular expression, for git grep too). */
+export const FLUX_MARK = '(kustomize|source)\\.toolkit\\.fluxcd\\.io|source\\.extensions\\.fluxcd\\.io'
+const FLUX_MARK_REGEX = new RegExp(FLUX_MARK)
+
+/** The files a scan reads. */
+export const YAML_FILE = /\.ya?ml$/
 
 export interface Written<T> {
   readonly value: T
@@ -31,13 +37,15 @@ export interface FluxScan {
   readonly generators: readonly Written<ArtifactGeneratorSpec>[]
 }
 
-export async function scanFluxObjects(root: string, files: readonly string[]): Promise<FluxScan> {
+/** The Flux objects written in `files` of `view` (those not YAML are skipped). */
+export async function scanFluxObjects(view: TreeView, files: readonly string[]): Promise<FluxScan> {
   const kustomizations: Written<FluxKustomization>[] = []
   const gitRepositories: Written<GitRepositorySpec>[] = []
   const generators: Written<ArtifactGeneratorSpec>[] = []
-  for (const file of files) {
-    if (!/\.ya?ml$/.test(file)) continue
-    for (const object of await objectsIn(root, file, /toolkit\.fluxcd\.io|source\.extensions\.fluxcd\.io/)) {
+  const yaml = files.filter((f) => YAML_FILE.test(f))
+  await view.prefetch(yaml)
+  for (const file of yaml) {
+    for (const object of await objectsIn(view, file, FLUX_MARK_REGEX)) {
       const k = fluxKustomization(object)
       if (k) kustomizations.push({ value: k, file })
       const g = gitRepository(object)
@@ -50,14 +58,10 @@ export async function scanFluxObjects(root: string, files: readonly string[]): P
 }
 
 /** The YAML documents of a file that mention `filter`, parsed; [] for big, unreadable or bad files. */
-export async function objectsIn(root: string, file: string, filter: RegExp): Promise<Record<string, unknown>[]> {
-  const path = join(root, file)
-  const size = await stat(path).then(
-    (s) => (s.isFile() ? s.size : Infinity),
-    () => Infinity,
-  )
-  if (size > SCAN_LIMIT) return []
-  const text = await readFile(path, 'utf8').catch(() => '')
+export async function objectsIn(view: TreeView, file: string, filter: RegExp): Promise<Record<string, unknown>[]> {
+  const bytes = await view.bytes(file).catch(() => undefined)
+  if (bytes === undefined || bytes.length > SCAN_LIMIT) return []
+  const text = new TextDecoder().decode(bytes)
   if (!filter.test(text)) return []
   const out: Record<string, unknown>[] = []
   try {

@@ -2,9 +2,8 @@
 // They keep just enough state to behave like the real thing: resourceVersions that move,
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
-import { mkdir, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
-import type { GitReader } from '../../src/git/reader.ts'
+import { createHash } from 'node:crypto'
+import type { ObjectSession, GitReader, TreeBlob } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
@@ -43,11 +42,32 @@ export class FakeGit implements GitReader {
     })
   }
 
-  async extract(sha: string, directory: string): Promise<void> {
-    for (const [path, text] of this.files(sha)) {
-      await mkdir(dirname(join(directory, path)), { recursive: true })
-      await writeFile(join(directory, path), text)
+  /** Blob ids are content hashes, so two commits share the blobs of the files they hold alike. */
+  private readonly blobTexts = new Map<string, string>()
+
+  openObjects(): ObjectSession {
+    return {
+      read: async (objects) =>
+        new Map(
+          objects.flatMap((o) => {
+            const text = this.blobTexts.get(o)
+            return text === undefined ? [] : [[o, new TextEncoder().encode(text)] as const]
+          }),
+        ),
+      tree: async (sha) =>
+        [...this.files(sha)].map(([path, text]): TreeBlob => {
+          const object = createHash('sha1').update(text).digest('hex')
+          this.blobTexts.set(object, text)
+          return { path, type: 'file', object }
+        }),
+      close: () => {},
     }
+  }
+
+  async grep(sha: string, pattern: string, globs: readonly string[]): Promise<string[]> {
+    const regex = new RegExp(pattern)
+    const suffixes = globs.map((g) => g.replace(/^\*/, ''))
+    return [...this.files(sha)].filter(([path, text]) => suffixes.some((s) => path.endsWith(s)) && regex.test(text)).map(([path]) => path)
   }
 
   async headFiles(head: string, filter: (p: string) => boolean): Promise<HeadFile[]> {

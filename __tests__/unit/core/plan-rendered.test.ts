@@ -212,6 +212,55 @@ describe('planRendered: hash-suffixed names and spec changes', () => {
     ])
   })
 
+  it('a spec change points at the line of the field edited, the nearest written one for a field added, the document otherwise', () => {
+    const file = 'apps/app/release.yaml'
+    const lines = {
+      '["chart"]': { file, line: 8 },
+      '["chart","spec"]': { file, line: 9 },
+      '["chart","spec","version"]': { file: 'apps/app/patch.yaml', line: 11 },
+      '["values"]': { file, line: 14 },
+    }
+    const at = (o: RenderedObject, specOrigins: Record<string, Provenance>): RenderedObject => ({ ...o, origin: { file, line: 3 }, specOrigins })
+    const bumped = plan([reader('app')], [at(reader('app', { version: '1.1.0' }), lines)])
+    expect(bumped.releases[0]?.spec?.origin).toEqual({ file: 'apps/app/patch.yaml', line: 11 })
+    const added = plan([reader('app')], [at(reader('app', { values: { replicas: 2, image: { tag: 'v2' } } }), { '["values"]': { file, line: 14 } })])
+    expect(added.releases[0]?.spec?.origin).toEqual({ file: 'apps/app/release.yaml', line: 14 })
+    const unknown = plan([reader('app')], [at(reader('app', { version: '1.1.0' }), {})])
+    expect(unknown.releases[0]?.spec?.origin).toEqual({ file: 'apps/app/release.yaml', line: 3 })
+  })
+
+  it('the values diff shows a ConfigMap key old → new by leaf, a Secret key by name only', () => {
+    const p = plan(
+      [generated('atuin', 'replicas: 1\nimage:\n  tag: v1\n'), reader('atuin'), source({ kind: 'Secret', name: 's', data: { token: b64('old') } })],
+      [generated('atuin', 'replicas: 1\nimage:\n  tag: v2\n'), reader('atuin'), source({ kind: 'Secret', name: 's', data: { token: b64('new') } })],
+    )
+    const byId = new Map(p.sources.map((s) => [s.id, s]))
+    expect(byId.get('ConfigMap/apps/atuin-values')?.keyChanges).toEqual([
+      { key: 'values.yaml', path: 'image.tag', change: 'modified', before: '"v1"', after: '"v2"' },
+    ])
+    expect(byId.get('Secret/apps/s')?.keyChanges).toEqual([{ key: 'token', change: 'modified' }])
+    expect(JSON.stringify(p)).not.toContain('old')
+  })
+
+  it('changes applied by a suspended Kustomization are planned but neither trigger nor are waited for, and a note says why', () => {
+    const held = { kustomization: 'flux-system/held' }
+    const p = plan(
+      [generated('atuin', 'a: 1\n', held), reader('atuin'), reader('loki', held), generated('grafana', 'g: 1\n'), reader('grafana')],
+      [generated('atuin', 'a: 2\n', held), reader('atuin'), reader('loki', { ...held, version: '2.0.0' }), generated('grafana', 'g: 2\n'), reader('grafana')],
+      { head: { suspended: ['flux-system/held'] } },
+    )
+    expect(p.sources.map((s) => [s.id, s.targets.length, s.suspended])).toEqual([
+      ['ConfigMap/apps/atuin-values', 0, 'flux-system/held'],
+      ['ConfigMap/apps/grafana-values', 1, undefined],
+    ])
+    expect(triggered(p)).toEqual(['apps/grafana'])
+    expect(specChanged(p)).toEqual([])
+    expect(p.notes).toEqual([
+      'Flux Kustomization flux-system/held is suspended (spec.suspend: true): kustomize-controller applies none of its changes until it is resumed, so ConfigMap/apps/atuin-values, HelmRelease/apps/loki are planned without a trigger or a wait',
+    ])
+    expect(p.problems).toEqual([])
+  })
+
   it('a release whose spec and read source both changed is one entry holding both', () => {
     const p = plan(
       [generated('app', 'a: 1'), reader('app', { values: { replicas: 1 } })],

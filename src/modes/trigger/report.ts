@@ -76,6 +76,7 @@ function planJson(report: TriggerReport, range: Range): unknown {
       line: s.origin.line,
       ...(s.edits === undefined ? {} : { edits: s.edits }),
       ...(s.renamedFrom === undefined ? {} : { renamedFrom: s.renamedFrom }),
+      ...(s.suspended === undefined ? {} : { suspended: s.suspended }),
       targets: s.targets.map((t) => ({ namespace: t.namespace, name: t.name, reasons: t.reasons })),
     })),
     releases: report.plan.releases.map((r) => ({
