@@ -47,6 +47,9 @@ export interface ReleaseEvent {
   readonly type: 'Normal' | 'Warning'
   readonly reason: string
   readonly message: string
+  /** Several occurrences in one Event (aggregated under a burst): how many, and when the first was (ms). */
+  readonly count?: number
+  readonly firstAt?: number
 }
 
 export interface WriteOptions {
@@ -253,9 +256,9 @@ export function createClusterClient(config: KubeConfig, server: string, options:
               source: { component: FIELD_MANAGER },
               reportingComponent: FIELD_MANAGER,
               reportingInstance: hostname().slice(0, 128),
-              firstTimestamp: now,
+              firstTimestamp: event.firstAt === undefined ? now : new Date(event.firstAt),
               lastTimestamp: now,
-              count: 1,
+              count: event.count ?? 1,
             },
           },
           o,

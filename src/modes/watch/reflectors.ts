@@ -6,7 +6,7 @@ import { FLUX_KEYS, type Keys } from '../../core/keys.ts'
 import type { SourceKind } from '../../core/model.ts'
 import type { ListScope, ListWatchClient } from '../../kube/list-watch.ts'
 import { createReflector, type Change, type Reflector, type ReflectorHooks } from './reflector.ts'
-import { parseRelease, parseSource, type Selector, type ViewOptions, type WatchedRelease, type WatchedSource } from './view.ts'
+import { AnnotationMemo, parseRelease, parseSource, type Selector, type ViewOptions, type WatchedRelease, type WatchedSource } from './view.ts'
 
 export type ReflectorSpec =
   | { readonly name: string; readonly scope: ListScope; readonly watches: 'source'; readonly kind: SourceKind; readonly selector: Selector }
@@ -58,6 +58,8 @@ export interface RunningReflector {
 
 export function createReflectors(specs: readonly ReflectorSpec[], b: ReflectorBinding): RunningReflector[] {
   const common = { client: b.client, now: b.now, sleep: b.sleep, ...(b.backoff === undefined ? {} : { backoff: b.backoff }) }
+  // A source's annotations are read again only when they changed (most changes are data).
+  const memo = new AnnotationMemo()
   return specs.map((spec) => {
     const { name, scope } = spec
     const reflector =
@@ -66,7 +68,7 @@ export function createReflectors(specs: readonly ReflectorSpec[], b: ReflectorBi
             ...common,
             name,
             scope,
-            parse: (o) => parseSource(spec.kind, o, b.view),
+            parse: (o) => parseSource(spec.kind, o, b.view, memo),
             hooks: { ...b.hooks(name), onChange: (c, at) => b.onSource(spec.selector, c, at) },
           })
         : createReflector<WatchedRelease>({ ...common, name, scope, parse: parseRelease, hooks: { ...b.hooks(name), onChange: (c) => b.onRelease(c) } })

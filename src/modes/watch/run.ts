@@ -80,7 +80,8 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
     },
     startedAt,
   )
-  const events = createWatchEvents({ cluster, log, metrics, maxConcurrency: settings.maxConcurrency, dryRun: settings.dryRun })
+  const events = createWatchEvents({ cluster, log, metrics, maxConcurrency: settings.maxConcurrency, dryRun: settings.dryRun, now: () => clock.now() })
+  const eventTicks = setInterval(() => events.tick(), 1_000).unref()
   const runRelease = createReleaseRun({ settings, keys, view, cluster, clock, log, metrics, isLeading: leading, onEvents: (e) => e.forEach(events.add) })
   const queue = new DebounceQueue<string>({
     debounceMs: settings.debounceMs,
@@ -200,6 +201,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
 
   await new Promise<void>((resolve) => (stop.signal.aborted ? resolve() : stop.signal.addEventListener('abort', () => resolve(), { once: true })))
   clearTimeout(durationTimer)
+  clearInterval(eventTicks)
   deps.signal.removeEventListener('abort', onSignal)
   log.event('info', 'stopping: draining in-flight patches', { reason: fatal === undefined ? stoppedBy : 'error', inFlight: queue.inFlight })
   await Promise.all(runs)
