@@ -7,27 +7,14 @@
 //   helmrelease-trigger drift [--namespaces NS] [--selector SEL] [--drift-action report|fail|correct] …
 
 import { readFileSync } from 'node:fs'
-import { connect, connectObjects } from '../kube/connect.ts'
-import { driftFailure, runDrift } from '../modes/drift/run.ts'
-import { driftOutput, driftText } from '../modes/drift/report.ts'
 import { ConfigurationError, messageOf } from '../lib/errors.ts'
-import { createGitReader } from '../git/reader.ts'
-import { createOutcomeWaiter } from '../engine/outcome.ts'
-import { discoverFailure, discoverText, runDiscover } from '../modes/discover/run.ts'
-import { runRecover } from '../modes/recover/run.ts'
 import { runWatchProcess } from '../modes/watch/process.ts'
-import { failureOf, outputsOf, textReport } from '../modes/trigger/report.ts'
 import { parseSettings } from '../settings.ts'
-import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
-import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
+import type { RunContext } from '../modes/trigger/pipeline.ts'
 import { systemClock, type Logger } from '../engine/ports.ts'
 import type { TriggerReport } from '../engine/result.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
-import { githubRunOf } from './github.ts'
-import { fleetPlanOutputs, fleetPlanText } from '../modes/fleet/fleet-plan-report.ts'
-import { fleetFailure, fleetOutput, fleetText, type FleetReport } from '../modes/fleet/fleet-summary.ts'
-import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
-import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
+import type { FleetReport } from '../modes/fleet/fleet-summary.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -213,8 +200,6 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
-    const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
-    const json = args.flags.get('json') === 'true'
     if (command === 'watch') {
       await runWatchProcess(settings, {
         env: io.env,
@@ -223,9 +208,49 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       })
       return 0
     }
+    // Loaded only now: watch, which runs for days, never evaluates the other modes' code.
+    const {
+      connect,
+      connectObjects,
+      runDrift,
+      driftFailure,
+      driftOutput,
+      driftText,
+      createGitReader,
+      createOutcomeWaiter,
+      runDiscover,
+      discoverFailure,
+      discoverText,
+      runRecover,
+      failureOf,
+      planReport,
+      preparePlan,
+      runTrigger,
+      renderCommitOf,
+      renderRangeOf,
+      repositoryUrlOf,
+      githubRunOf,
+      fleetPlanOutputs,
+      fleetPlanText,
+      runClusterPart,
+      runFleet,
+      runFleetPlan,
+      runFleetSummary,
+      fleetVerdict,
+      reportText,
+      fleetReportText,
+    } = await import('./commands.ts')
+    const json = args.flags.get('json') === 'true'
+    const print = (report: TriggerReport): void => io.out(reportText(report, json))
+    const printFleet = (report: FleetReport): number => {
+      const { text, failure } = fleetReportText(report, json)
+      io.out(text)
+      return exitCode(failure, io)
+    }
+    const cluster = async () => connect(settings, { env: io.env, mask: () => undefined })
     if (command === 'recover') {
       const report = await runRecover(settings, { connect: cluster, clock: systemClock, log, outcome: createOutcomeWaiter({ clock: systemClock, log }) })
-      print(report, json, io)
+      print(report)
       return exitCode(failureOf(report, settings.failOn), io)
     }
     if (command === 'drift') {
@@ -262,7 +287,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
         throw error
       }
       await github.finishWith(fleetVerdict(report, undefined))
-      return printFleet(report, json, io)
+      return printFleet(report)
     }
     if (command === 'trigger' && (settings.cluster !== undefined || settings.planFile !== undefined)) {
       const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined }
@@ -273,7 +298,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
         log,
         outcome: createOutcomeWaiter({ clock: systemClock, log }),
       })
-      print(report, json, io)
+      print(report)
       return exitCode(failureOf(report, settings.failOn), io)
     }
     if (command === 'discover') {
@@ -294,7 +319,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     if (command === 'plan') {
       const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(io.env), fetchRemote: false })
       const report = planReport(await preparePlan(settings, context, git, render), settings, 'plan only')
-      print(report, json, io)
+      print(report)
       return exitCode(failureOf(report, settings.failOn), io)
     }
     const repository = args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY']
@@ -325,7 +350,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       throw error
     }
     await github.finish(report)
-    print(report, json, io)
+    print(report)
     return exitCode(failureOf(report, settings.failOn), io)
   } catch (error) {
     io.err(`error: ${messageOf(error)}\n`)
@@ -336,16 +361,6 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
 function exitCode(failure: string | undefined, io: CliIo): number {
   if (failure !== undefined) io.err(`error: ${failure}\n`)
   return failure === undefined ? 0 : 1
-}
-
-function print(report: TriggerReport, json: boolean, io: CliIo): void {
-  if (json) io.out(`${jsonText(outputsOf(report), 2)}\n`)
-  else io.out(logText(textReport(report)))
-}
-
-function printFleet(report: FleetReport, json: boolean, io: CliIo): number {
-  io.out(json ? `${jsonText(fleetOutput(report), 2)}\n` : logText(fleetText(report)))
-  return exitCode(fleetFailure(report), io)
 }
 
 function readKubeconfig(file: string): string {
