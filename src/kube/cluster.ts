@@ -14,6 +14,7 @@ import {
   Watch,
   PatchStrategy,
   type ConfigurationOptions,
+  type CoreV1Event,
   type KubeConfig,
   type KubernetesObject,
   type ObservableMiddleware,
@@ -240,26 +241,7 @@ export function createClusterClient(config: KubeConfig, server: string, options:
           {
             namespace: release.namespace,
             dryRun: o2.dryRun ? 'All' : undefined,
-            body: {
-              metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
-              involvedObject: {
-                apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`,
-                kind: HELMRELEASE.kind,
-                name: release.name,
-                namespace: release.namespace,
-                uid: release.uid,
-                resourceVersion: release.resourceVersion,
-              },
-              type: event.type,
-              reason: event.reason,
-              message: event.message.slice(0, 1024),
-              source: { component: FIELD_MANAGER },
-              reportingComponent: FIELD_MANAGER,
-              reportingInstance: hostname().slice(0, 128),
-              firstTimestamp: event.firstAt === undefined ? now : new Date(event.firstAt),
-              lastTimestamp: now,
-              count: event.count ?? 1,
-            },
+            body: eventBody(event, now),
           },
           o,
         ),
@@ -324,6 +306,31 @@ export function createClusterClient(config: KubeConfig, server: string, options:
         if (signal.aborted || done) c.abort()
       }, finish)
     })
+  }
+}
+
+/** The core/v1 Event recording `event` on its HelmRelease, at `now`. */
+export function eventBody(event: ReleaseEvent, now: Date): CoreV1Event {
+  const { release } = event
+  return {
+    metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
+    involvedObject: {
+      apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`,
+      kind: HELMRELEASE.kind,
+      name: release.name,
+      namespace: release.namespace,
+      uid: release.uid,
+      resourceVersion: release.resourceVersion,
+    },
+    type: event.type,
+    reason: event.reason,
+    message: event.message.slice(0, 1024),
+    source: { component: FIELD_MANAGER },
+    reportingComponent: FIELD_MANAGER,
+    reportingInstance: hostname().slice(0, 128),
+    firstTimestamp: event.firstAt === undefined ? now : new Date(event.firstAt),
+    lastTimestamp: now,
+    count: event.count ?? 1,
   }
 }
 
