@@ -39,7 +39,9 @@ export const TRIGGERED = 'release triggered'
 export async function startWatchProcess(options: WatchProcessOptions): Promise<WatchProcess> {
   const args = [join(DIST_DIR, 'cli.js'), 'watch', '--kubeconfig', options.kubeconfigPath, '--debounce', '0', '--log-format', 'json']
   args.push('--metrics-address', '127.0.0.1:0', ...options.namespaces.flatMap((ns) => ['--namespaces', ns]))
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  // BENCH_WATCH_NODE_ARGS: node flags for our process only, e.g. '--cpu-prof --cpu-prof-dir=DIR' to profile it.
+  const nodeArgs = (process.env['BENCH_WATCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '')
+  const child = spawn(process.execPath, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   const lines: LogLine[] = []
   const other: string[] = []
   let pending = ''

@@ -218,4 +218,6 @@ export interface LiveSource {
   readonly data: Readonly<Record<string, string>>
   readonly binaryData: Readonly<Record<string, string>>
   readonly labels: Readonly<Record<string, string>>
+  /** As read; a watch of the object starts from it. */
+  readonly resourceVersion?: string
 }

@@ -10,7 +10,8 @@ import { parseSettings } from '../settings.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { Logger } from '../engine/ports.ts'
 import { plainText } from '../lib/untrusted.ts'
-import { MODES, type EntryPorts } from './modes.ts'
+import { MODES } from './modes.ts'
+import type { EntryPorts } from './entry-ports.ts'
 import { publish, publishError, say } from './publish.ts'
 
 type Env = Readonly<Record<string, string | undefined>>

@@ -8,13 +8,13 @@
 
 import { readFileSync } from 'node:fs'
 import { ConfigurationError, messageOf } from '../lib/errors.ts'
-import { createGitReader, type GitReader } from '../git/reader.ts'
+import type { GitReader } from '../git/reader.ts'
 import { parseSettings } from '../settings.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { ModeResult } from '../modes/mode.ts'
 import type { Logger } from '../engine/ports.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
-import { MODES, type EntryPorts } from './modes.ts'
+import type { EntryMode, EntryPorts } from './entry-ports.ts'
 
 const BOOLEAN_INPUTS = new Set([
   'full-sync',
@@ -207,12 +207,12 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       githubEnv: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },
       mask: () => undefined,
       log,
-      git: () => createGitReader({ cwd: args.flags.get('repo') ?? io.cwd }),
+      git: async () => (await import('../git/reader.ts')).createGitReader({ cwd: args.flags.get('repo') ?? io.cwd }),
       context,
       contextAt: async (git) => (settings.head !== undefined ? context : { ...context, sha: await headOf(await git()) }),
       watchSink: { write: (level, line) => (level === 'warning' || level === 'error' ? io.err : io.out)(`${logLine(line)}\n`) },
     }
-    return print(await MODES[command].run(settings, ports), args.flags.get('json') === 'true', io)
+    return print(await (await modeOf(command)).run(settings, ports), args.flags.get('json') === 'true', io)
   } catch (error) {
     io.err(`error: ${messageOf(error)}\n`)
     return error instanceof ConfigurationError ? 2 : 1
@@ -225,6 +225,14 @@ function print(result: ModeResult, json: boolean, io: CliIo): number {
   if (body !== '') io.out(body)
   if (result.failure !== undefined) io.err(`error: ${result.failure}\n`)
   return result.failure === undefined ? 0 : 1
+}
+
+/**
+ * The command's row of the table, imported once the command is known: watch, which runs for days,
+ * never evaluates (nor holds in memory) the other modes' code.
+ */
+async function modeOf(command: (typeof COMMANDS)[number]): Promise<EntryMode> {
+  return command === 'watch' ? (await import('./watch-mode.ts')).watch : (await import('./modes.ts')).MODES[command]
 }
 
 async function headOf(git: GitReader): Promise<string> {

@@ -3,13 +3,13 @@
 // publish.ts publishes and the CLI prints.
 
 import { connect, connectObjects } from '../kube/connect.ts'
-import type { GitReader } from '../git/reader.ts'
 import type { ClusterClient } from '../kube/cluster.ts'
 import { createOutcomeWaiter } from '../engine/outcome.ts'
-import { systemClock, type Logger } from '../engine/ports.ts'
-import { formatDuration } from '../lib/duration.ts'
+import { systemClock } from '../engine/ports.ts'
 import { messageOf } from '../lib/errors.ts'
-import type { Mode, ModeName, ModeResult } from '../modes/mode.ts'
+import type { ModeName } from '../modes/mode.ts'
+import type { EntryMode, EntryPorts } from './entry-ports.ts'
+import { watch } from './watch-mode.ts'
 import { runDiscover } from '../modes/discover/run.ts'
 import { discoverResult } from '../modes/discover/report.ts'
 import { runDrift } from '../modes/drift/run.ts'
@@ -22,33 +22,8 @@ import { runRecover } from '../modes/recover/run.ts'
 import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
 import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
 import { triggerResult } from '../modes/trigger/report.ts'
-import type { LogSink } from '../modes/watch/log.ts'
-import { runWatchProcess } from '../modes/watch/process.ts'
-import type { WatchReport } from '../modes/watch/run.ts'
 import { discoverOptionsOf, triggerRunOptionsOf, type Settings } from '../settings.ts'
 import { githubRunOf, type GitHubRun } from './github.ts'
-
-type Env = Readonly<Record<string, string | undefined>>
-
-/** What differs between the action and the CLI; the modes are wired the same from these. */
-export interface EntryPorts {
-  /** The process environment: the kubeconfig's variables, GITHUB_*. */
-  readonly env: Env
-  /** The environment the GitHub report and trigger's repository URL read (the CLI's --github-repository is set in it). */
-  readonly githubEnv: Env
-  /** Hides a secret from the log (the action's setSecret). */
-  readonly mask: (secret: string) => void
-  readonly log: Logger
-  readonly git: () => Promise<GitReader>
-  /** The event and commit the run is about. */
-  readonly context: RunContext
-  /** The same, for a run that plans from the repository: the CLI resolves its HEAD there. */
-  readonly contextAt: (git: () => Promise<GitReader>) => Promise<RunContext>
-  /** Where watch mode's log lines go. */
-  readonly watchSink: LogSink
-}
-
-type EntryMode = Mode<EntryPorts>
 
 const trigger: EntryMode = {
   name: 'trigger',
@@ -154,13 +129,6 @@ const drift: EntryMode = {
   },
 }
 
-const watch: EntryMode = {
-  name: 'watch',
-  async run(settings, ports) {
-    return watchResult(await runWatchProcess(settings, { env: ports.env, mask: ports.mask, sink: ports.watchSink }))
-  },
-}
-
 export const MODES: Readonly<Record<ModeName, EntryMode>> = {
   trigger,
   plan,
@@ -170,21 +138,6 @@ export const MODES: Readonly<Record<ModeName, EntryMode>> = {
   discover,
   drift,
   watch,
-}
-
-/** Watch logs as it goes; its result is the closing line (the CLI prints nothing more). */
-function watchResult(report: WatchReport): ModeResult {
-  const line = `watch stopped (${report.stoppedBy}) after ${formatDuration(report.durationMs)}: ${report.triggered} triggered, ${report.skipped} skipped, ${report.failed} failed, ${report.deletions} sources deleted, ${report.restarts} watch restarts`
-  return {
-    headline: `helmrelease-trigger: ${line}`,
-    log: [],
-    outputs: {},
-    annotations: [],
-    summaryMarkdown: `## helmrelease-trigger: ${line}\n`,
-    text: '',
-    json: undefined,
-    failure: undefined,
-  }
 }
 
 /** Connects to the settings' cluster. */

@@ -14,6 +14,7 @@ import {
   Watch,
   PatchStrategy,
   type ConfigurationOptions,
+  type CoreV1Event,
   type KubeConfig,
   type KubernetesObject,
   type ObservableMiddleware,
@@ -47,6 +48,9 @@ export interface ReleaseEvent {
   readonly type: 'Normal' | 'Warning'
   readonly reason: string
   readonly message: string
+  /** Several occurrences in one Event (aggregated under a burst): how many, and when the first was (ms). */
+  readonly count?: number
+  readonly firstAt?: number
 }
 
 export interface WriteOptions {
@@ -75,6 +79,13 @@ export interface ClusterClient {
    * resourceVersion first replays every object). Resolves when the server or `signal` ends it.
    */
   watchReleases(namespace: string, onRelease: (release: HelmRelease) => void, signal: AbortSignal): Promise<void>
+  /**
+   * Watches one ConfigMap or Secret (field-selected by name) from `resourceVersion`: each
+   * change's content, undefined when it is deleted. Resolves when the server or `signal` ends
+   * it; rejects when the watch is refused (RBAC) or its resourceVersion is too old (410).
+   * Optional: a client without it leaves its callers to poll.
+   */
+  watchSource?(ref: SourceRef, resourceVersion: string, onSource: (live: LiveSource | undefined) => void, signal: AbortSignal): Promise<void>
 }
 
 export const FIELD_MANAGER = 'helmrelease-trigger'
@@ -173,9 +184,7 @@ export function createClusterClient(config: KubeConfig, server: string, options:
             : core.readNamespacedSecret({ namespace: ref.namespace, name: ref.name }, o),
         ),
       )
-      if (object === undefined) return undefined
-      const binaryData = 'binaryData' in object ? object.binaryData : undefined
-      return { kind: ref.kind, data: object.data ?? {}, binaryData: binaryData ?? {}, labels: object.metadata?.labels ?? {} }
+      return object === undefined ? undefined : liveSourceOf(ref.kind, object)
     },
 
     async listSources(kind, namespace, labelSelector) {
@@ -232,61 +241,109 @@ export function createClusterClient(config: KubeConfig, server: string, options:
           {
             namespace: release.namespace,
             dryRun: o2.dryRun ? 'All' : undefined,
-            body: {
-              metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
-              involvedObject: {
-                apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`,
-                kind: HELMRELEASE.kind,
-                name: release.name,
-                namespace: release.namespace,
-                uid: release.uid,
-                resourceVersion: release.resourceVersion,
-              },
-              type: event.type,
-              reason: event.reason,
-              message: event.message.slice(0, 1024),
-              source: { component: FIELD_MANAGER },
-              reportingComponent: FIELD_MANAGER,
-              reportingInstance: hostname().slice(0, 128),
-              firstTimestamp: now,
-              lastTimestamp: now,
-              count: 1,
-            },
+            body: eventBody(event, now),
           },
           o,
         ),
       )
     },
 
-    async watchReleases(namespace, onRelease, signal) {
-      const path = `/apis/${HELMRELEASE.group}/${HELMRELEASE.version}/namespaces/${namespace}/helmreleases`
-      const request = hr('watch', namespace)
-      await new Promise<void>((resolve, reject) => {
-        const finish = (error: unknown): void => {
-          signal.removeEventListener('abort', stop)
-          // An abort we asked for, or the server closing the watch, is a normal end.
-          if (error === null || error === undefined || signal.aborted || (error instanceof Error && error.name === 'AbortError')) resolve()
-          else reject(classify(asApiException(error), request, server))
-        }
-        let controller: AbortController | undefined
-        const stop = (): void => controller?.abort()
-        signal.addEventListener('abort', stop)
-        watcher
-          .watch(
-            path,
-            { timeoutSeconds: 300 },
-            (phase, object: unknown) => {
-              if (phase === 'ADDED' || phase === 'MODIFIED') onRelease(toHelmRelease(object))
-            },
-            finish,
-          )
-          .then((c) => {
-            controller = c
-            if (signal.aborted) c.abort()
-          }, finish)
-      })
+    watchReleases: (namespace, onRelease, signal) =>
+      watchPath(
+        `/apis/${HELMRELEASE.group}/${HELMRELEASE.version}/namespaces/${namespace}/helmreleases`,
+        { timeoutSeconds: 300 },
+        hr('watch', namespace),
+        signal,
+        (phase, object) => {
+          if (phase === 'ADDED' || phase === 'MODIFIED') onRelease(toHelmRelease(object))
+        },
+      ),
+
+    watchSource(ref, resourceVersion, onSource, signal) {
+      const resource = ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets'
+      const query = { fieldSelector: `metadata.name=${ref.name}`, resourceVersion, timeoutSeconds: 300 }
+      const request: Request = { verb: 'watch', resource, group: '', namespace: ref.namespace, name: ref.name }
+      const onEvent = (phase: string, object: unknown): void => {
+        if (phase === 'DELETED') onSource(undefined)
+        else if (phase === 'ADDED' || phase === 'MODIFIED') onSource(liveSourceOf(ref.kind, object as SourceLike))
+      }
+      return watchPath(`/api/v1/namespaces/${ref.namespace}/${resource}`, query, request, signal, onEvent, true)
     },
   }
+
+  /**
+   * One watch through client-node's Watch; resolves when the server or `signal` ends it.
+   * `endOnError`: an ERROR event (a Status, e.g. 410 for a resourceVersion too old) rejects.
+   */
+  function watchPath(
+    path: string,
+    query: Record<string, string | number>,
+    request: Request,
+    signal: AbortSignal,
+    onEvent: (phase: string, object: unknown) => void,
+    endOnError = false,
+  ): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let done = false
+      let controller: AbortController | undefined
+      const stop = (): void => controller?.abort()
+      const finish = (error: unknown): void => {
+        if (done) return
+        done = true
+        signal.removeEventListener('abort', stop)
+        // An abort we asked for, or the server closing the watch, is a normal end.
+        if (error === null || error === undefined || signal.aborted || (error instanceof Error && error.name === 'AbortError')) resolve()
+        else reject(classify(asApiException(error), request, server))
+      }
+      signal.addEventListener('abort', stop)
+      const onLine = (phase: string, object: unknown): void => {
+        if (phase !== 'ERROR' || !endOnError) return onEvent(phase, object)
+        finish(statusError(object))
+        controller?.abort()
+      }
+      watcher.watch(path, query, onLine, finish).then((c) => {
+        controller = c
+        if (signal.aborted || done) c.abort()
+      }, finish)
+    })
+  }
+}
+
+/** The core/v1 Event recording `event` on its HelmRelease, at `now`. */
+export function eventBody(event: ReleaseEvent, now: Date): CoreV1Event {
+  const { release } = event
+  return {
+    metadata: { name: `${release.name}.${randomBytes(8).toString('hex')}`, namespace: release.namespace },
+    involvedObject: {
+      apiVersion: `${HELMRELEASE.group}/${HELMRELEASE.version}`,
+      kind: HELMRELEASE.kind,
+      name: release.name,
+      namespace: release.namespace,
+      uid: release.uid,
+      resourceVersion: release.resourceVersion,
+    },
+    type: event.type,
+    reason: event.reason,
+    message: event.message.slice(0, 1024),
+    source: { component: FIELD_MANAGER },
+    reportingComponent: FIELD_MANAGER,
+    reportingInstance: hostname().slice(0, 128),
+    firstTimestamp: event.firstAt === undefined ? now : new Date(event.firstAt),
+    lastTimestamp: now,
+    count: event.count ?? 1,
+  }
+}
+
+interface SourceLike {
+  readonly data?: Record<string, string>
+  readonly binaryData?: Record<string, string>
+  readonly metadata?: { readonly labels?: Record<string, string>; readonly resourceVersion?: string }
+}
+
+function liveSourceOf(kind: SourceKind, object: SourceLike): LiveSource {
+  const m = object.metadata
+  const live = { kind, data: object.data ?? {}, binaryData: object.binaryData ?? {}, labels: m?.labels ?? {} }
+  return m?.resourceVersion === undefined ? live : { ...live, resourceVersion: m.resourceVersion }
 }
 
 type RequestOptions = ConfigurationOptions
@@ -380,6 +437,13 @@ function continueOf(list: unknown): string | undefined {
 function groupOf(apiVersion: string | undefined): string {
   const parts = (apiVersion ?? 'v1').split('/')
   return parts.length === 2 ? (parts[0] ?? '') : ''
+}
+
+/** A watch's ERROR event: its Status, as the error classify knows. */
+function statusError(object: unknown): ApiException<string> {
+  const status = typeof object === 'object' && object !== null ? (object as { code?: unknown; message?: unknown }) : {}
+  const code = typeof status.code === 'number' ? status.code : 500
+  return new ApiException(code, typeof status.message === 'string' ? status.message : 'watch failed', JSON.stringify(object), {})
 }
 
 /** client-node's Watch fails with a plain Error carrying statusCode: give it the shape classify knows. */

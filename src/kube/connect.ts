@@ -7,6 +7,7 @@ import { loadKubeconfig, type KubeconfigEncoding, type LoadedKubeconfig } from '
 import { createLeaseStore, type LeaseStore } from './lease.ts'
 import { createListWatchClient, type ListWatchClient } from './list-watch.ts'
 import { createObjectReader, type ObjectReader } from './objects.ts'
+import { leanWrites } from './lean-writes.ts'
 import { createRawClient } from './raw-client.ts'
 
 /** Which kubeconfig, how it is encoded and which context: the settings' kubeconfig inputs. */
@@ -43,7 +44,8 @@ export function connectWatch(target: KubeTarget, options: ConnectOptions): Watch
   const loaded = loadAndMask(target, options)
   const raw = createRawClient(loaded.config, loaded.server)
   return {
-    cluster: createClusterClient(loaded.config, loaded.server),
+    // Its patches and Events on the same plain client as its watches (lean-writes.ts).
+    cluster: { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(raw) },
     lists: createListWatchClient(raw),
     lease: (namespace, name) => createLeaseStore(raw, namespace, name),
   }

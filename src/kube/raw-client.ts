@@ -1,16 +1,19 @@
 // Plain HTTPS requests to the apiserver, for what the generated client does badly: long-lived
 // watch streams (client-node's Watch aborts any stream quiet for 30 s, healthy or not) and
 // small JSON calls the watch mode makes (paginated lists that keep the resourceVersion,
-// Leases). Credentials, CA and proxy come from the KubeConfig for every request, so rotated
+// Leases, and its patches and Events: see lean-writes.ts). Credentials, CA and proxy come from the KubeConfig for every request, so rotated
 // service-account tokens are picked up.
 
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http'
-import { request as httpsRequest } from 'node:https'
+import { createHash } from 'node:crypto'
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http'
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { ApiException, type KubeConfig } from '@kubernetes/client-node'
 import { classify, type Request } from './api-error.ts'
 
 export interface JsonRequest {
-  readonly method: 'GET' | 'POST' | 'PUT'
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH'
+  /** The body's type; default application/json (a merge patch: application/merge-patch+json). */
+  readonly contentType?: string
   /** Path and query, e.g. /api/v1/configmaps?limit=500 */
   readonly path: string
   readonly body?: unknown
@@ -39,13 +42,21 @@ const DEFAULT_TIMEOUT_MS = 30_000
 
 export function createRawClient(config: KubeConfig, server: string): RawClient {
   const base = new URL(server)
+  const agents = keptAgents()
   const send = base.protocol === 'http:' ? httpRequest : httpsRequest
 
   /** One request; resolves with the response once its headers arrived. */
-  async function start(path: string, method: string, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
-    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': 'application/json' }
+  async function start(
+    path: string,
+    method: string,
+    body: string | undefined,
+    signal: AbortSignal,
+    contentType = 'application/json',
+  ): Promise<IncomingMessage> {
+    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Type': contentType }
     const options: RequestOptions = { method, headers: { Accept: 'application/json', ...headers } }
     await config.applyToHTTPSOptions(options)
+    options.agent = agents.pooled(options)
     const url = new URL(`${base.pathname.replace(/\/$/, '')}${path}`, base)
     return await new Promise<IncomingMessage>((resolve, reject) => {
       const req = send(url, { ...options, signal }, resolve)
@@ -61,7 +72,8 @@ export function createRawClient(config: KubeConfig, server: string): RawClient {
     async json(request) {
       const signal = AbortSignal.timeout(request.timeoutMs ?? DEFAULT_TIMEOUT_MS)
       try {
-        const response = await start(request.path, request.method, request.body === undefined ? undefined : JSON.stringify(request.body), signal)
+        const body = request.body === undefined ? undefined : JSON.stringify(request.body)
+        const response = await start(request.path, request.method, body, signal, request.contentType)
         const text = await readAll(response)
         const status = response.statusCode ?? 0
         if (status < 200 || status > 299) throw apiException(status, text, response)
@@ -109,6 +121,31 @@ export function createRawClient(config: KubeConfig, server: string): RawClient {
         clearTimeout(idle)
         request.signal.removeEventListener('abort', abort)
       }
+    },
+  }
+}
+
+/**
+ * client-node's applyToHTTPSOptions builds a new Agent on every call, so every request would
+ * open its own TLS connection (a handshake each: slower than the generated client for a
+ * patch). The first plain Agent of a TLS identity (CA, client certificate and key, server
+ * name, verification) is kept and reused, its connections kept alive; a rotated certificate
+ * is a new identity, hence a new pool. Proxy agents are left as they come.
+ */
+function keptAgents(): { pooled(options: RequestOptions): RequestOptions['agent'] } {
+  let current: { readonly identity: string; readonly agent: HttpAgent } | undefined
+  return {
+    pooled(options) {
+      const agent = options.agent
+      if (!(agent instanceof HttpAgent) || (agent.constructor !== HttpAgent && agent.constructor !== HttpsAgent)) return agent
+      const tls = (agent as unknown as { readonly options: Record<string, unknown> }).options ?? {}
+      const hash = createHash('sha256')
+      for (const key of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized']) hash.update(`${key}:${String(tls[key] ?? '')}\0`)
+      const identity = hash.digest('hex')
+      if (current?.identity === identity) return current.agent
+      const kept = agent instanceof HttpsAgent ? new HttpsAgent({ ...tls, keepAlive: true }) : new HttpAgent({ keepAlive: true })
+      current = { identity, agent: kept }
+      return kept
     },
   }
 }

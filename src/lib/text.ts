@@ -28,7 +28,7 @@ const MARKDOWN = /[&<>"'`*_[\]()!#~|\\:@]/g
  */
 export function cell(text: string): string {
   return oneLine(text, MAX_CELL)
-    .replace(/⏎/g, ' ')
+    .replace(/\u23ce/g, ' ') // ⏎ escaped: one non-Latin-1 character in the bundle doubles its in-memory source
     .replace(MARKDOWN, (ch) => `&#${ch.charCodeAt(0)};`)
     .replace(/www\./gi, (w) => `${w.slice(0, 3)}&#46;`)
 }

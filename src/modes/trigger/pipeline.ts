@@ -15,6 +15,7 @@ import type { GitReader } from '../../git/reader.ts'
 import { keysFor, type Keys } from '../../core/keys.ts'
 import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent } from '../../kube/cluster.ts'
+import { sourceChanges, type SourceChanges } from './source-changes.ts'
 import { toHelmRelease, toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
 import { byReleaseKey, releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId } from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
@@ -439,7 +440,8 @@ async function applySources(
 
 /**
  * A flat, fast poll while the apply usually lands (kustomize-controller right after the push):
- * a backoff made a late apply wait up to 2 s to be seen. Slower after that, to spare the apiserver.
+ * a backoff made a late apply wait up to 2 s to be seen. Slower after that, to spare the apiserver,
+ * and slow from the start while a watch on the source (source-changes.ts) wakes the wait.
  */
 const APPLY_POLL_MS = 200
 const APPLY_FAST_POLL_MS = 30_000
@@ -455,14 +457,22 @@ async function waitForSource(
 ): Promise<SourceResult> {
   const started = deps.clock.now()
   let last = 'not found in the cluster'
-  for (;;) {
-    const live = await cluster.getSource(source)
-    const state = live === undefined ? { arrived: false, seen: 'not found in the cluster' } : await arrived(cluster, source, live, head, settings)
-    if (state.arrived) return { id: source.id, applied: true, message: state.seen, durationMs: deps.clock.now() - started }
-    last = state.seen
-    const delay = deps.clock.now() - started < APPLY_FAST_POLL_MS ? APPLY_POLL_MS : APPLY_SLOW_POLL_MS
-    if (deps.clock.now() + delay > deadline) break
-    await deps.clock.sleep(delay)
+  // The first read's resourceVersion starts a watch on the source; the poll is its fallback.
+  let changes: SourceChanges | undefined
+  let seen: { readonly live: LiveSource | undefined } | undefined
+  try {
+    for (;;) {
+      const live = seen === undefined ? await cluster.getSource(source) : seen.live
+      changes ??= sourceChanges(cluster, source, live?.resourceVersion)
+      const state = live === undefined ? { arrived: false, seen: 'not found in the cluster' } : await arrived(cluster, source, live, head, settings)
+      if (state.arrived) return { id: source.id, applied: true, message: state.seen, durationMs: deps.clock.now() - started }
+      last = state.seen
+      const delay = changes.watching || deps.clock.now() - started >= APPLY_FAST_POLL_MS ? APPLY_SLOW_POLL_MS : APPLY_POLL_MS
+      if (deps.clock.now() + delay > deadline) break
+      seen = await changes.next(delay, (ms) => deps.clock.sleep(ms))
+    }
+  } finally {
+    changes?.stop()
   }
   const message = `${source.id} never reached the planned content within the timeout (last seen: ${last}); nothing that reads it was triggered. Is kustomize-controller applying ${source.origin.file}? Or set apply: true.`
   deps.log.warning(message)

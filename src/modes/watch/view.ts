@@ -38,8 +38,40 @@ export interface ViewOptions {
   readonly discover: boolean
 }
 
+/** What a source's annotations say: its targets and its mistakes. */
+interface AnnotationReading {
+  readonly annotatedTargets: readonly ReleaseRef[]
+  readonly problems: readonly string[]
+}
+
+/**
+ * The last reading of each source's annotations, by id: a change of data only (the common
+ * one) reuses it instead of parsing the same annotations again. Bounded by the sources in view.
+ */
+export class AnnotationMemo {
+  private readonly readings = new Map<SourceId, { readonly text: string; readonly reading: AnnotationReading }>()
+  private readonly limit: number
+
+  constructor(limit = 100_000) {
+    this.limit = limit
+  }
+
+  read(id: SourceId, text: string, parse: () => AnnotationReading): AnnotationReading {
+    const last = this.readings.get(id)
+    if (last?.text === text) return last.reading
+    const reading = parse()
+    if (this.readings.size >= this.limit) this.readings.clear()
+    this.readings.set(id, { text, reading })
+    return reading
+  }
+
+  forget(id: SourceId): void {
+    this.readings.delete(id)
+  }
+}
+
 /** A live ConfigMap/Secret as the watch sees it; undefined when it is not one. */
-export function parseSource(kind: SourceKind, object: unknown, options: ViewOptions): WatchedSource | undefined {
+export function parseSource(kind: SourceKind, object: unknown, options: ViewOptions, memo?: AnnotationMemo): WatchedSource | undefined {
   const o = record(object)
   const metadata = record(o['metadata'])
   const name = text(metadata['name'])
@@ -50,21 +82,20 @@ export function parseSource(kind: SourceKind, object: unknown, options: ViewOpti
   const digest = liveDigest({ kind, data: strings(o['data']), binaryData: strings(o['binaryData']), labels: {} }, options.semanticDigest)
   // The annotations read by the code that reads manifests, so both obey the same rules.
   const manifest = { apiVersion: 'v1', kind, metadata: { name, namespace, labels: strings(metadata['labels']), annotations: strings(metadata['annotations']) } }
-  const parsed = parseManifestFile(
-    id,
-    { type: 'file', bytes: new TextEncoder().encode(JSON.stringify(manifest)) },
-    { prefix: options.keys.prefix, defaultNamespace: options.defaultNamespace, semanticDigest: false },
-  )
-  const annotatedTargets = parsed.sources[0]?.annotatedTargets ?? []
-  return {
-    ...ref,
-    id,
-    key: id,
-    resourceVersion: text(metadata['resourceVersion']),
-    digest,
-    annotatedTargets,
-    problems: parsed.problems.filter((p) => p.severity === 'error').map((p) => p.message),
+  const manifestText = JSON.stringify(manifest)
+  const readAnnotations = (): AnnotationReading => {
+    const parsed = parseManifestFile(
+      id,
+      { type: 'file', bytes: new TextEncoder().encode(manifestText) },
+      { prefix: options.keys.prefix, defaultNamespace: options.defaultNamespace, semanticDigest: false },
+    )
+    return {
+      annotatedTargets: parsed.sources[0]?.annotatedTargets ?? [],
+      problems: parsed.problems.filter((p) => p.severity === 'error').map((p) => p.message),
+    }
   }
+  const { annotatedTargets, problems } = memo === undefined ? readAnnotations() : memo.read(id, manifestText, readAnnotations)
+  return { ...ref, id, key: id, resourceVersion: text(metadata['resourceVersion']), digest, annotatedTargets, problems }
 }
 
 export function parseRelease(object: unknown): WatchedRelease | undefined {

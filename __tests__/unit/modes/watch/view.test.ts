@@ -1,7 +1,16 @@
 // What the watch knows, and what it plans: the same target and digest rules as trigger mode.
 import { describe, expect, it } from 'vitest'
 import { keysFor } from '../../../../src/core/keys.ts'
-import { absentDigest, parseRelease, parseSource, parseSourceId, WatchView, type ViewOptions, type WatchedRelease } from '../../../../src/modes/watch/view.ts'
+import {
+  absentDigest,
+  AnnotationMemo,
+  parseRelease,
+  parseSource,
+  parseSourceId,
+  WatchView,
+  type ViewOptions,
+  type WatchedRelease,
+} from '../../../../src/modes/watch/view.ts'
 import { liveDigest } from '../../../../src/core/digest.ts'
 
 const keys = keysFor('nebius.ai')
@@ -151,5 +160,20 @@ describe('parseSourceId', () => {
   it('reads back the ids config-digest records, and nothing else', () => {
     expect(parseSourceId('Secret/apps/db')).toEqual({ kind: 'Secret', namespace: 'apps', name: 'db', id: 'Secret/apps/db' })
     for (const bad of ['Deployment/apps/x', 'ConfigMap/apps', 'ConfigMap//x', 'ConfigMap/a/b/c', '']) expect(parseSourceId(bad)).toBeUndefined()
+  })
+})
+
+describe('AnnotationMemo', () => {
+  it('reads a source’s annotations again only when they changed, and gives the same reading as without it', () => {
+    const memo = new AnnotationMemo()
+    const annotations = { [keys.targetNames]: 'api', [keys.targetNamespace]: 'prod' }
+    const read = (data: Record<string, string>, a: Record<string, string>, rv: string) => parseSource('ConfigMap', cm('apps', 'v', data, a, rv), options, memo)
+    const first = read({ v: '1' }, annotations, '1')
+    const second = read({ v: '2' }, annotations, '2')
+    expect(second?.annotatedTargets).toBe(first?.annotatedTargets) // reused, not parsed again
+    expect(second?.digest).not.toBe(first?.digest)
+    expect(second).toEqual(parseSource('ConfigMap', cm('apps', 'v', { v: '2' }, annotations, '2'), options))
+    const renamed = read({ v: '2' }, { ...annotations, [keys.targetNames]: 'web' }, '3')
+    expect(renamed?.annotatedTargets).toEqual([{ namespace: 'prod', name: 'web' }])
   })
 })
