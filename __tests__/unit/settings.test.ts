@@ -48,6 +48,7 @@ describe('parseSettings defaults', () => {
       allowPullRequests: false,
       failOn: 'error',
       semanticDigest: true,
+      digestKeyNamespace: 'flux-system',
       namespaces: [],
       fromGit: false,
       clusterRoot: undefined,

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { GitReader } from '../../src/git/reader.ts'
-import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
+import type { ClusterClient, LiveSource, NewSecret, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
@@ -182,6 +182,16 @@ export class FakeCluster implements ClusterClient {
 
   async applyObject(object: unknown): Promise<void> {
     this.applied.push(object)
+  }
+
+  /** Secrets created (the digest key): 409 AlreadyExists as the apiserver answers when the name is taken. */
+  readonly created: NewSecret[] = []
+
+  async createSecret(secret: NewSecret): Promise<void> {
+    const id = `Secret/${secret.namespace}/${secret.name}`
+    if (this.sources.has(id)) throw new ConflictError(`create secrets ${secret.name} in namespace ${secret.namespace}: already exists (409 Conflict)`)
+    this.created.push(secret)
+    this.setSource({ kind: 'Secret', namespace: secret.namespace, name: secret.name }, { ...secret.data }, { ...secret.labels })
   }
 
   async getKustomizationRevision(): Promise<string | undefined> {

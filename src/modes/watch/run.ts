@@ -23,7 +23,8 @@ import type { Settings } from '../../settings.ts'
 import { triggerRelease } from '../trigger/release.ts'
 import type { TriggerOptions } from '../trigger/action.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
-import { short } from '../../core/digest.ts'
+import { shownDigest } from '../../core/digest.ts'
+import { DIGEST_KEY_SECRET, loadDigestKey } from '../../kube/digest-key.ts'
 import { systemClock, type Clock } from '../../engine/ports.ts'
 import type { WatchConnection } from '../../kube/connect.ts'
 import { DEFAULT_TIMING, LeaderElector, type ElectionTiming } from './leader.ts'
@@ -77,9 +78,13 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   const { log } = deps
   const startedAt = clock.now()
   const keys = keysFor(settings.annotationPrefix)
-  const view = new WatchView({ keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover })
   const connection = await deps.connect()
   const cluster = connection.cluster
+  // Secret digests are keyed: the key is read (or created, race-safe) once, before the first digest.
+  const loadedKey = await loadDigestKey(cluster, { namespace: settings.digestKeyNamespace, create: !settings.dryRun })
+  if (loadedKey.created) log.event('info', 'digest key created', { secret: `${settings.digestKeyNamespace}/${DIGEST_KEY_SECRET}` })
+  const digestKey = loadedKey.key
+  const view = new WatchView(viewOptions())
   const stop = new AbortController()
   const stopReason = { text: 'signal' }
   const onSignal = (): void => stop.abort()
@@ -150,6 +155,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
         events: { record: async (event) => void events.push(event) },
       },
       semanticDigest: settings.semanticDigest,
+      digestKey,
       timeoutMs: settings.timeoutMs,
       unapplied: new Map(),
       baseline: new Map(),
@@ -165,7 +171,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
       log.event('info', 'release triggered', {
         release: key,
         token,
-        sources: planned.sources.map((s) => `${s.id}@${short(s.digest)}`).join(','),
+        sources: planned.sources.map((s) => `${s.id}@${shownDigest(s.id, s.digest) ?? 'changed'}`).join(','),
         latencyMs,
         dryRun: settings.dryRun || undefined,
       })
@@ -398,7 +404,7 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
     )
   }
   function viewOptions() {
-    return { keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover }
+    return { keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover, digestKey }
   }
 
   // ---- operations endpoints ---------------------------------------------------------------------
