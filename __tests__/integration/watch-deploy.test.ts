@@ -66,7 +66,7 @@ async function watchesAsDeployed(namespace: string, kubeconfigPath: string, watc
   await cluster.applyHelmRelease({ namespace: watched, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'values' }] })
   const w = startWatch({
     kubeconfigPath,
-    inputs: { namespaces: watched, 'leader-election': 'true', 'leader-election-namespace': namespace },
+    inputs: { namespaces: watched, 'leader-election': 'true', 'leader-election-namespace': namespace, 'digest-key-namespace': namespace },
     election: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 300 },
   })
   running.push(w)
@@ -90,9 +90,15 @@ describe('deploy/watch', () => {
     const files = readdirSync(DIR)
       .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
       .sort()
-    expect(files).toEqual(['clusterrole.yaml', 'deployment.yaml', 'leader-election-role.yaml', 'role.yaml', 'serviceaccount.yaml'])
+    expect(files).toEqual(['clusterrole.yaml', 'deployment.yaml', 'digest-key-role.yaml', 'leader-election-role.yaml', 'role.yaml', 'serviceaccount.yaml'])
     const kustomization = manifests('kustomization.yaml')[0] as unknown as { resources: string[] }
-    expect(kustomization.resources.sort()).toEqual(['clusterrole.yaml', 'deployment.yaml', 'leader-election-role.yaml', 'serviceaccount.yaml'])
+    expect(kustomization.resources.sort()).toEqual([
+      'clusterrole.yaml',
+      'deployment.yaml',
+      'digest-key-role.yaml',
+      'leader-election-role.yaml',
+      'serviceaccount.yaml',
+    ])
     const ns = await cluster.createNamespace('watch-deploy-dry')
     for (const file of files) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, 'dry', ns), undefined, 'All')
@@ -134,10 +140,10 @@ describe('deploy/watch', () => {
     expect(dockerfile).toContain('dist/cli.js')
   })
 
-  it('clusterrole.yaml and leader-election-role.yaml are enough for watch mode, leader election included', async () => {
+  it('clusterrole.yaml, leader-election-role.yaml and digest-key-role.yaml are enough for watch mode, leader election included', async () => {
     const ns = await cluster.createNamespace('watch-deploy')
     const watched = await cluster.createNamespace('watch-deploy-apps')
-    for (const file of ['serviceaccount.yaml', 'clusterrole.yaml', 'leader-election-role.yaml']) {
+    for (const file of ['serviceaccount.yaml', 'clusterrole.yaml', 'leader-election-role.yaml', 'digest-key-role.yaml']) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, ns))
     }
     const token = await cluster.serviceAccountToken(ns, 'helmrelease-trigger-watch')
@@ -147,7 +153,7 @@ describe('deploy/watch', () => {
   it('role.yaml confines watch mode to the namespaces it is given', async () => {
     const ns = await cluster.createNamespace('watch-deploy-ns')
     const watched = await cluster.createNamespace('watch-deploy-only')
-    for (const file of ['serviceaccount.yaml', 'role.yaml', 'leader-election-role.yaml']) {
+    for (const file of ['serviceaccount.yaml', 'role.yaml', 'leader-election-role.yaml', 'digest-key-role.yaml']) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, ns, watched))
     }
     const token = await cluster.serviceAccountToken(ns, 'helmrelease-trigger-watch')

@@ -32,6 +32,7 @@ afterEach(async () => {
 
 const clusterRules = (): V1PolicyRule[] => shipped('watch/clusterrole.yaml', 'ClusterRole').rules ?? []
 const leaseRules = (): V1PolicyRule[] => shipped('watch/leader-election-role.yaml', 'Role').rules ?? []
+const keyRules = (): V1PolicyRule[] => shipped('watch/digest-key-role.yaml', 'Role').rules ?? []
 
 /** Our one sentence for a refused request in `namespace`. */
 function forbidden(verb: string, resource: string, group: string, namespace: string, name?: string): string {
@@ -46,7 +47,7 @@ function forbidden(verb: string, resource: string, group: string, namespace: str
  * shipped files with `rules`, bound to a new ServiceAccount in `namespace`; returns the path of
  * a kubeconfig for its token once every grant is in effect.
  */
-async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[] }): Promise<string> {
+async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[]; key?: V1PolicyRule[] }): Promise<string> {
   const role = shipped('watch/clusterrole.yaml', 'ClusterRole')
   const binding = shipped('watch/clusterrole.yaml', 'ClusterRoleBinding')
   const name = `${role.metadata.name}-${namespace}`
@@ -68,8 +69,21 @@ async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; lea
       },
     })
   }
+  // The digest key Role, in the namespace the scenario keeps the key in (digest-key-namespace).
+  const keyRole = shipped('watch/digest-key-role.yaml', 'Role')
+  const keyBinding = shipped('watch/digest-key-role.yaml', 'RoleBinding')
+  const key = rules.key ?? keyRules()
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: keyRole.metadata.name, namespace }, rules: key } })
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: keyBinding.metadata.name, namespace },
+      roleRef: keyBinding.roleRef ?? { apiGroup: '', kind: '', name: '' },
+      subjects: (keyBinding.subjects ?? []).map((s) => ({ ...s, namespace })),
+    },
+  })
   const token = await cluster.serviceAccountToken(namespace, SA)
-  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? [])])
+  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? []), ...key])
   return cluster.kubeconfigFor(token, `watch-rbac-${namespace}`)
 }
 
@@ -119,7 +133,11 @@ async function scenario(prefix: string, kind: Kind = 'ConfigMap'): Promise<Scena
 function watchAs(s: Scenario, kubeconfigPath: string, election = false): WatchHandle {
   const w = startWatch({
     kubeconfigPath,
-    inputs: { namespaces: s.namespace, ...(election ? { 'leader-election': 'true', 'leader-election-namespace': s.namespace } : {}) },
+    inputs: {
+      namespaces: s.namespace,
+      'digest-key-namespace': s.namespace,
+      ...(election ? { 'leader-election': 'true', 'leader-election-namespace': s.namespace } : {}),
+    },
     identity: 'watch-rbac',
     election: ELECTION,
   })
@@ -182,7 +200,9 @@ describe('deploy/watch roles', () => {
     )
     expect(grants(shipped('watch/role.yaml', 'Role').rules ?? [])).toEqual(grants(clusterRules()))
     expect(grants(leaseRules())).toEqual([`${LEASES}/leases:create`, `${LEASES}/leases:get`, `${LEASES}/leases:update`])
-    expect(JSON.stringify([clusterRules(), leaseRules()])).not.toContain('*')
+    expect(grants(keyRules())).toEqual(['core/secrets:create', 'core/secrets:get'])
+    expect(keyRules().find((r) => r.verbs.includes('get'))?.resourceNames).toEqual(['helmrelease-trigger-digest-key'])
+    expect(JSON.stringify([clusterRules(), leaseRules(), keyRules()])).not.toContain('*')
   })
 
   it('the scenario uses every granted verb: both releases triggered with their Events, the deletion reported', async () => {
@@ -317,5 +337,30 @@ describe('watch --leader-election with one verb removed from leader-election-rol
     const lease = await coordination.readNamespacedLease({ namespace: s.namespace, name: LEASE })
     expect(lease.spec).toMatchObject({ holderIdentity: 'watch-rbac', leaseTransitions: 0 })
     expect(lease.spec?.renewTime).toEqual(lease.spec?.acquireTime)
+  })
+})
+
+describe('watch with one verb removed from digest-key-role.yaml', () => {
+  it('without create and no key yet: it exits at start naming the rule and how to create the key; nothing patched', async () => {
+    const s = await scenario('watch-rbac-nokeycreate', 'Secret')
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), key: without(keyRules(), '', 'secrets', 'create') }))
+    const message = await failure(w)
+    expect(message).toContain(forbidden('create', 'secrets', '', s.namespace, 'helmrelease-trigger-digest-key'))
+    expect(message).toContain('Or create the key once yourself')
+    expect(await digestOf(s.namespace, 'app')).toBeUndefined()
+  })
+
+  it('without create once the key exists: it only reads the key, and records the Secret keyed', async () => {
+    const s = await scenario('watch-rbac-keyexists', 'Secret')
+    const key = Buffer.alloc(32, 9).toString('base64')
+    await cluster.core.createNamespacedSecret({
+      namespace: s.namespace,
+      body: { metadata: { name: 'helmrelease-trigger-digest-key', namespace: s.namespace }, data: { key } },
+    })
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), key: without(keyRules(), '', 'secrets', 'create') }))
+    await w.synced()
+    const recorded = await triggered(s.namespace, 'app', undefined, 'the catch-up trigger of the Secret source')
+    expect(JSON.parse(recorded)).toEqual({ [`Secret/${s.namespace}/values`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
+    expect(refusals(w).filter((l) => JSON.stringify(l).includes('secrets'))).toEqual([])
   })
 })

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import type { DigestKey } from '../core/digest.ts'
 import { ConfigurationError } from '../lib/errors.ts'
-import { ConflictError } from './api-error.ts'
+import { ConflictError, ForbiddenError } from './api-error.ts'
 import type { ClusterClient } from './cluster.ts'
 
 export const DIGEST_KEY_SECRET = 'helmrelease-trigger-digest-key'
@@ -37,6 +37,11 @@ export async function loadDigestKey(cluster: Pick<ClusterClient, 'getSource' | '
     })
     return { key: { bytes }, created: true, ephemeral: false }
   } catch (error) {
+    if (error instanceof ForbiddenError) {
+      throw new ForbiddenError(`${error.message} Or create the key once yourself (deploy/rbac/digest-key-role.yaml says how); the action then only reads it.`, {
+        cause: error,
+      })
+    }
     if (!(error instanceof ConflictError)) throw error
   }
   // Another run created it first: use its key.
