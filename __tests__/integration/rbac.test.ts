@@ -443,6 +443,7 @@ metadata:
     nebius.ai/helmrelease-trigger-operator: "true"
   annotations:
     nebius.ai/helmreleases-name: web
+    nebius.ai/helmreleases-namespace: ${namespace}
 stringData:
   pin: "${pin}"
 `
