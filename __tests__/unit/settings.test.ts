@@ -101,6 +101,7 @@ describe('parseSettings defaults', () => {
         'context',
         'debounce',
         'default-namespace',
+        'digest-key-namespace',
         'discover',
         'drift-action',
         'drift-ignore',
