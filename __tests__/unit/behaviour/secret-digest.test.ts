@@ -12,6 +12,8 @@ import { DIGEST_KEY_SECRET, loadDigestKey } from '../../../src/kube/digest-key.t
 import { outputsOf, summaryMarkdown, textReport } from '../../../src/modes/trigger/report.ts'
 import { runTrigger, type RunContext } from '../../../src/modes/trigger/pipeline.ts'
 import { parseSettings, type Settings } from '../../../src/settings.ts'
+import { executeClusterPart } from '../../../src/modes/fleet/execute.ts'
+import { readPlanFile, writePlanFile, type ClusterPlan, type FleetPlan } from '../../../src/modes/fleet/fleet-plan.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
 
 const PIN = '483920'
@@ -167,5 +169,65 @@ describe('F3: Secret digests', () => {
   it('refuses a key Secret without 32 bytes of key, saying how to fix it', async () => {
     const cluster = new FakeCluster().setSource({ kind: 'Secret', namespace: 'flux-system', name: DIGEST_KEY_SECRET }, { key: 'c2hvcnQ=' })
     await expect(loadDigestKey(cluster, { namespace: 'flux-system', create: true })).rejects.toThrow(/delete it and the next run creates one/)
+  })
+})
+
+describe('F3: the fleet plan file', () => {
+  const plain = unkeyed(PIN)
+  const part: ClusterPlan = {
+    name: 'prod',
+    root: 'clusters/prod',
+    secret: 'KUBECONFIG_PROD',
+    wave: 1,
+    paths: ['**/*.yaml'],
+    plan: {
+      sources: [
+        {
+          kind: 'Secret',
+          namespace: 'apps',
+          name: 'db',
+          id: 'Secret/apps/db',
+          change: 'modified',
+          digest: plain,
+          previousDigest: unkeyed(OLD_PIN),
+          encrypted: false,
+          origin: { file: 'db.yaml', line: 1 },
+          targets: [{ namespace: 'apps', name: 'app', reasons: ['annotation'] }],
+        },
+      ],
+      releases: [{ namespace: 'apps', name: 'app', sources: [{ id: 'Secret/apps/db', encrypted: false }] }],
+      problems: [],
+    },
+  }
+  const fleet: FleetPlan = {
+    range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
+    options: { prefix: 'nebius.ai', defaultNamespace: 'apps', semanticDigest: true, discover: false, paths: ['**/*.yaml'] },
+    waves: 1,
+    clusters: [part],
+  }
+
+  it('holds no Secret digest: the search finds nothing in it', () => {
+    const file = writePlanFile(fleet)
+    expect(file).not.toContain(plain.slice(7, 19))
+    expect(bruteForce(file)).toBeUndefined()
+    const read = readPlanFile(file, 'plan.json').clusters[0]?.plan
+    expect(read?.sources[0]?.digest).toBeUndefined()
+    expect(read?.releases[0]?.sources).toEqual([{ id: 'Secret/apps/db', encrypted: false }])
+  })
+
+  it("the cluster's part keys the live Secret with that cluster's key", async () => {
+    const read = readPlanFile(writePlanFile(fleet), 'plan.json')
+    const cluster = new FakeCluster().addRelease('apps', 'app').setSource(SECRET, liveSecret(PIN))
+    const executed = await executeClusterPart(read, read.clusters[0] ?? part, settings(), push('a', 'b'), {
+      git: async () => new FakeGit(),
+      connect: async () => cluster,
+      clock: new FakeClock(),
+      log: { info: () => undefined, warning: () => undefined },
+    })
+    expect(executed.report.results.map((r) => r.status)).toEqual([Status.Triggered])
+    const key = { bytes: new Uint8Array(Buffer.from(cluster.created[0]?.data['key'] ?? '', 'base64')) }
+    const recorded = JSON.parse(cluster.release('apps', 'app').annotations['nebius.ai/config-digest'] ?? '{}') as Record<string, string>
+    expect(recorded).toEqual({ 'Secret/apps/db': keyedDigest(plain, key) })
+    expect(JSON.stringify(executed.result)).not.toContain('hmac-sha256')
   })
 })
