@@ -13,6 +13,8 @@ import { outputsOf, summaryMarkdown, textReport } from '../../../src/modes/trigg
 import { runTrigger, type RunContext } from '../../../src/modes/trigger/pipeline.ts'
 import { parseSettings, type Settings } from '../../../src/settings.ts'
 import { executeClusterPart } from '../../../src/modes/fleet/execute.ts'
+import { keysFor } from '../../../src/core/keys.ts'
+import { parseRelease, parseSource, WatchView } from '../../../src/modes/watch/view.ts'
 import { readPlanFile, writePlanFile, type ClusterPlan, type FleetPlan } from '../../../src/modes/fleet/fleet-plan.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../test/support/fakes.ts'
 
@@ -229,5 +231,39 @@ describe('F3: the fleet plan file', () => {
     const recorded = JSON.parse(cluster.release('apps', 'app').annotations['nebius.ai/config-digest'] ?? '{}') as Record<string, string>
     expect(recorded).toEqual({ 'Secret/apps/db': keyedDigest(plain, key) })
     expect(JSON.stringify(executed.result)).not.toContain('hmac-sha256')
+  })
+})
+
+describe("F3: watch mode's view of a live Secret", () => {
+  const key = { bytes: new Uint8Array(32).fill(3) }
+  const options = { keys: keysFor('nebius.ai'), defaultNamespace: 'apps', semanticDigest: true, discover: true, digestKey: key }
+  const secret = (pin: string) => ({
+    metadata: { namespace: 'apps', name: 'db', resourceVersion: '1', labels: { 'nebius.ai/helmrelease-trigger-operator': 'true' } },
+    data: liveSecret(pin),
+  })
+  const release = (annotations: Record<string, string>) =>
+    parseRelease({ metadata: { namespace: 'apps', name: 'app', resourceVersion: '2', annotations }, spec: { valuesFrom: [{ kind: 'Secret', name: 'db' }] } })
+
+  it('digests the decrypted Secret keyed; a ConfigMap stays plain', () => {
+    const s = parseSource('Secret', secret(PIN), options)
+    expect(s?.digest).toBe(keyedDigest(unkeyed(PIN), key))
+    expect(s?.legacyDigest).toBe(unkeyed(PIN))
+    const cm = parseSource('ConfigMap', { ...secret(PIN), data: { pin: PIN } }, options)
+    expect(cm?.digest).toMatch(/^sha256:/)
+  })
+
+  it('takes a legacy unkeyed config-digest of the live Secret as up to date, and another value as stale', () => {
+    const view = new WatchView(options)
+    const source = parseSource('Secret', secret(PIN), options)
+    if (source === undefined) throw new Error('bad source')
+    view.upsertSource('trigger', source)
+    const legacy = release({ 'nebius.ai/config-digest': JSON.stringify({ 'Secret/apps/db': unkeyed(PIN) }) })
+    if (legacy === undefined) throw new Error('bad release')
+    view.upsertRelease(legacy)
+    expect(view.precheck(view.plan(legacy))).toMatchObject({ action: 'skip', reason: 'UpToDate' })
+    const stale = release({ 'nebius.ai/config-digest': JSON.stringify({ 'Secret/apps/db': unkeyed(OLD_PIN) }) })
+    if (stale === undefined) throw new Error('bad release')
+    view.upsertRelease(stale)
+    expect(view.precheck(view.plan(stale))).toMatchObject({ action: 'trigger' })
   })
 })
