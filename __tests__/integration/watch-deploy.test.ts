@@ -160,7 +160,7 @@ describe('deploy/watch', () => {
     const kubeconfigPath = await cluster.kubeconfigFor(token, 'watch-role')
     await watchesAsDeployed(ns, kubeconfigPath, watched)
     // Cluster-wide, the same identity is refused at the first list, in one sentence naming the rule.
-    const w = startWatch({ kubeconfigPath, inputs: {} })
+    const w = startWatch({ kubeconfigPath, inputs: { 'digest-key-namespace': ns } })
     await expect(w.done).rejects.toThrow(
       /Forbidden: cannot list .* in all namespaces\. Grant the identity this RBAC rule: .*verbs: \["list"\] in a ClusterRole/,
     )
