@@ -179,15 +179,17 @@ describe('deploy/rbac manifests', () => {
     expect(grants(shipped('rbac/recover-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual(
       [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
     )
+    // The key Role reads that one Secret and nothing else; create (not limitable to a name by RBAC,
+    // and with get secrets it mints a ServiceAccount token) is only in the opt-in create Role.
     const key = shipped('rbac/digest-key-role.yaml', 'Role').rules ?? []
-    expect(grants(key)).toEqual(['core/secrets:create', 'core/secrets:get'])
-    // get reads that one Secret; create cannot be limited to a name by RBAC.
-    expect(key.find((r) => r.verbs.includes('get'))?.resourceNames).toEqual(['helmrelease-trigger-digest-key'])
+    expect(key).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['helmrelease-trigger-digest-key'], verbs: ['get'] }])
+    expect(grants(shipped('rbac/digest-key-create-role.yaml', 'Role').rules ?? [])).toEqual(['core/secrets:create'])
     for (const file of [
       'trigger-clusterrole.yaml',
       'trigger-apply-role.yaml',
       'trigger-role.yaml',
       'digest-key-role.yaml',
+      'digest-key-create-role.yaml',
       'discover-clusterrole.yaml',
       'recover-clusterrole.yaml',
     ]) {
@@ -455,11 +457,11 @@ stringData:
   return { namespace, keyNamespace, repo, before, after: repo.commit('second') }
 }
 
-/** digest-key-role.yaml (rules replaced when given) in `keyNamespace`, bound to the ServiceAccount of `namespace`. */
-async function bindKeyRole(keyNamespace: string, namespace: string, rules?: V1PolicyRule[]): Promise<V1PolicyRule[]> {
-  const role = shipped('rbac/digest-key-role.yaml', 'Role')
-  const binding = shipped('rbac/digest-key-role.yaml', 'RoleBinding')
-  const granted = rules ?? role.rules ?? []
+/** digest-key-role.yaml (or `file`) in `keyNamespace`, bound to the ServiceAccount of `namespace`. */
+async function bindKeyRole(keyNamespace: string, namespace: string, file = 'digest-key-role.yaml'): Promise<V1PolicyRule[]> {
+  const role = shipped(`rbac/${file}`, 'Role')
+  const binding = shipped(`rbac/${file}`, 'RoleBinding')
+  const granted = role.rules ?? []
   await rbac.createNamespacedRole({ namespace: keyNamespace, body: { metadata: { name: role.metadata.name, namespace: keyNamespace }, rules: granted } })
   await rbac.createNamespacedRoleBinding({
     namespace: keyNamespace,
@@ -476,9 +478,55 @@ async function configDigest(namespace: string): Promise<Record<string, string>> 
   return JSON.parse((await cluster.getHelmRelease(namespace, 'web')).metadata.annotations?.['nebius.ai/config-digest'] ?? '{}') as Record<string, string>
 }
 
+const KEY_SECRET = 'helmrelease-trigger-digest-key'
+
+async function keySecret(namespace: string): Promise<Buffer | undefined> {
+  const secret = await cluster.core.readNamespacedSecret({ namespace, name: KEY_SECRET }).catch(() => undefined)
+  return secret === undefined ? undefined : Buffer.from(secret.data?.['key'] ?? '', 'base64')
+}
+
 describe('a Secret source: trigger-role.yaml plus digest-key-role.yaml', () => {
-  it('creates the key in digest-key-namespace and records the Secret keyed; its digest is nowhere in the run', async () => {
+  it('no key yet and only the shipped get Role: the run fails in one sentence saying how to create the key, and writes nothing', async () => {
+    const s = await secretScenario('rbac-keyget')
+    await bindRole(s.namespace, SA)
+    const key = await bindKeyRole(s.keyNamespace, s.namespace)
+    const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
+    await waitForKeyGrant(s.keyNamespace, s.namespace, key)
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode).toBe(1)
+    expect(log(run)).toContain(
+      `The digest key Secret ${s.keyNamespace}/${KEY_SECRET} does not exist and this identity may not create it; create it once with \`kubectl -n ${s.keyNamespace} create secret generic ${KEY_SECRET} --from-literal=key="$(head -c 32 /dev/urandom | base64)"\`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.`,
+    )
+    // Never the generic advice to grant create secrets.
+    expect(log(run)).not.toContain('Grant the identity this RBAC rule')
+    expect(await keySecret(s.keyNamespace)).toBeUndefined()
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+    expect(await configDigest(s.namespace)).toEqual({})
+    expect(await events(s.namespace, 'ConfigChanged')).toEqual([])
+  })
+
+  it('with digest-key-create-role.yaml bound for the first run: creates the key and records the Secret keyed; its digest is nowhere in the run', async () => {
     const s = await secretScenario('rbac-key')
+    await bindRole(s.namespace, SA)
+    const key = [...(await bindKeyRole(s.keyNamespace, s.namespace)), ...(await bindKeyRole(s.keyNamespace, s.namespace, 'digest-key-create-role.yaml'))]
+    const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
+    await waitForKeyGrant(s.keyNamespace, s.namespace, key)
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ namespace: s.namespace, name: 'web', status: 'Triggered' }])
+    expect(await keySecret(s.keyNamespace)).toHaveLength(32)
+    expect(await configDigest(s.namespace)).toEqual({ [`Secret/${s.namespace}/creds`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
+    const [event] = await events(s.namespace, 'ConfigChanged')
+    expect(event).toContain(`Secret/${s.namespace}/creds (changed)`)
+  })
+
+  it('the key created once by the operator and only the shipped get Role: records the Secret keyed with that key', async () => {
+    const s = await secretScenario('rbac-keymade')
+    const bytes = Buffer.alloc(32, 7).toString('base64')
+    await cluster.core.createNamespacedSecret({
+      namespace: s.keyNamespace,
+      body: { metadata: { name: KEY_SECRET, namespace: s.keyNamespace }, data: { key: bytes } },
+    })
     await bindRole(s.namespace, SA)
     const key = await bindKeyRole(s.keyNamespace, s.namespace)
     const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
@@ -486,11 +534,9 @@ describe('a Secret source: trigger-role.yaml plus digest-key-role.yaml', () => {
     const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
     expect(run.exitCode, log(run)).toBe(0)
     expect(outputs(run, 'triggered')).toMatchObject([{ namespace: s.namespace, name: 'web', status: 'Triggered' }])
-    const stored = await cluster.core.readNamespacedSecret({ namespace: s.keyNamespace, name: 'helmrelease-trigger-digest-key' })
-    expect(Buffer.from(stored.data?.['key'] ?? '', 'base64')).toHaveLength(32)
+    expect(log(run)).not.toContain('Forbidden')
+    expect((await keySecret(s.keyNamespace))?.toString('base64')).toBe(bytes)
     expect(await configDigest(s.namespace)).toEqual({ [`Secret/${s.namespace}/creds`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
-    const [event] = await events(s.namespace, 'ConfigChanged')
-    expect(event).toContain(`Secret/${s.namespace}/creds (changed)`)
   })
 
   it('without it: the run fails before any patch, naming the rule', async () => {

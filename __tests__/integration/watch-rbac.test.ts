@@ -33,6 +33,7 @@ afterEach(async () => {
 const clusterRules = (): V1PolicyRule[] => shipped('watch/clusterrole.yaml', 'ClusterRole').rules ?? []
 const leaseRules = (): V1PolicyRule[] => shipped('watch/leader-election-role.yaml', 'Role').rules ?? []
 const keyRules = (): V1PolicyRule[] => shipped('watch/digest-key-role.yaml', 'Role').rules ?? []
+const keyCreateRules = (): V1PolicyRule[] => shipped('watch/digest-key-create-role.yaml', 'Role').rules ?? []
 
 /** Our one sentence for a refused request in `namespace`. */
 function forbidden(verb: string, resource: string, group: string, namespace: string, name?: string): string {
@@ -47,7 +48,10 @@ function forbidden(verb: string, resource: string, group: string, namespace: str
  * shipped files with `rules`, bound to a new ServiceAccount in `namespace`; returns the path of
  * a kubeconfig for its token once every grant is in effect.
  */
-async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[]; key?: V1PolicyRule[] }): Promise<string> {
+async function identity(
+  namespace: string,
+  rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[]; key?: V1PolicyRule[]; keyCreate?: V1PolicyRule[] },
+): Promise<string> {
   const role = shipped('watch/clusterrole.yaml', 'ClusterRole')
   const binding = shipped('watch/clusterrole.yaml', 'ClusterRoleBinding')
   const name = `${role.metadata.name}-${namespace}`
@@ -69,22 +73,29 @@ async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; lea
       },
     })
   }
-  // The digest key Role, in the namespace the scenario keeps the key in (digest-key-namespace).
-  const keyRole = shipped('watch/digest-key-role.yaml', 'Role')
-  const keyBinding = shipped('watch/digest-key-role.yaml', 'RoleBinding')
+  // The digest key Roles, in the namespace the scenario keeps the key in (digest-key-namespace):
+  // the shipped get Role, and the opt-in create Role for the first start (unless keyCreate is []).
   const key = rules.key ?? keyRules()
-  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: keyRole.metadata.name, namespace }, rules: key } })
+  const keyCreate = rules.keyCreate ?? keyCreateRules()
+  await bindKeyRole(namespace, 'watch/digest-key-role.yaml', key)
+  if (keyCreate.length > 0) await bindKeyRole(namespace, 'watch/digest-key-create-role.yaml', keyCreate)
+  const token = await cluster.serviceAccountToken(namespace, SA)
+  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? []), ...key, ...keyCreate])
+  return cluster.kubeconfigFor(token, `watch-rbac-${namespace}`)
+}
+
+async function bindKeyRole(namespace: string, file: string, rules: V1PolicyRule[]): Promise<void> {
+  const role = shipped(file, 'Role')
+  const binding = shipped(file, 'RoleBinding')
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role.metadata.name, namespace }, rules } })
   await rbac.createNamespacedRoleBinding({
     namespace,
     body: {
-      metadata: { name: keyBinding.metadata.name, namespace },
-      roleRef: keyBinding.roleRef ?? { apiGroup: '', kind: '', name: '' },
-      subjects: (keyBinding.subjects ?? []).map((s) => ({ ...s, namespace })),
+      metadata: { name: binding.metadata.name, namespace },
+      roleRef: binding.roleRef ?? { apiGroup: '', kind: '', name: '' },
+      subjects: (binding.subjects ?? []).map((s) => ({ ...s, namespace })),
     },
   })
-  const token = await cluster.serviceAccountToken(namespace, SA)
-  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? []), ...key])
-  return cluster.kubeconfigFor(token, `watch-rbac-${namespace}`)
 }
 
 // ---- the scenario: a labelled source read by a release in view, and naming one out of view ----
@@ -200,9 +211,9 @@ describe('deploy/watch roles', () => {
     )
     expect(grants(shipped('watch/role.yaml', 'Role').rules ?? [])).toEqual(grants(clusterRules()))
     expect(grants(leaseRules())).toEqual([`${LEASES}/leases:create`, `${LEASES}/leases:get`, `${LEASES}/leases:update`])
-    expect(grants(keyRules())).toEqual(['core/secrets:create', 'core/secrets:get'])
-    expect(keyRules().find((r) => r.verbs.includes('get'))?.resourceNames).toEqual(['helmrelease-trigger-digest-key'])
-    expect(JSON.stringify([clusterRules(), leaseRules(), keyRules()])).not.toContain('*')
+    expect(keyRules()).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['helmrelease-trigger-digest-key'], verbs: ['get'] }])
+    expect(grants(keyCreateRules())).toEqual(['core/secrets:create'])
+    expect(JSON.stringify([clusterRules(), leaseRules(), keyRules(), keyCreateRules()])).not.toContain('*')
   })
 
   it('the scenario uses every granted verb: both releases triggered with their Events, the deletion reported', async () => {
@@ -340,24 +351,26 @@ describe('watch --leader-election with one verb removed from leader-election-rol
   })
 })
 
-describe('watch with one verb removed from digest-key-role.yaml', () => {
-  it('without create and no key yet: it exits at start naming the rule and how to create the key; nothing patched', async () => {
+describe('watch with only the shipped digest-key-role.yaml (digest-key-create-role.yaml not bound)', () => {
+  it('no key yet: it exits at start in one sentence saying how to create the key; nothing written', async () => {
     const s = await scenario('watch-rbac-nokeycreate', 'Secret')
-    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), key: without(keyRules(), '', 'secrets', 'create') }))
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), keyCreate: [] }))
     const message = await failure(w)
-    expect(message).toContain(forbidden('create', 'secrets', '', s.namespace, 'helmrelease-trigger-digest-key'))
-    expect(message).toContain('Or create the key once yourself')
+    expect(message).toBe(
+      `The digest key Secret ${s.namespace}/helmrelease-trigger-digest-key does not exist and this identity may not create it; create it once with \`kubectl -n ${s.namespace} create secret generic helmrelease-trigger-digest-key --from-literal=key="$(head -c 32 /dev/urandom | base64)"\`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.`,
+    )
     expect(await digestOf(s.namespace, 'app')).toBeUndefined()
+    await expect(cluster.core.readNamespacedSecret({ namespace: s.namespace, name: 'helmrelease-trigger-digest-key' })).rejects.toThrow()
   })
 
-  it('without create once the key exists: it only reads the key, and records the Secret keyed', async () => {
+  it('the key created once by the operator: it only reads the key, and records the Secret keyed', async () => {
     const s = await scenario('watch-rbac-keyexists', 'Secret')
     const key = Buffer.alloc(32, 9).toString('base64')
     await cluster.core.createNamespacedSecret({
       namespace: s.namespace,
       body: { metadata: { name: 'helmrelease-trigger-digest-key', namespace: s.namespace }, data: { key } },
     })
-    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), key: without(keyRules(), '', 'secrets', 'create') }))
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), keyCreate: [] }))
     await w.synced()
     const recorded = await triggered(s.namespace, 'app', undefined, 'the catch-up trigger of the Secret source')
     expect(JSON.parse(recorded)).toEqual({ [`Secret/${s.namespace}/values`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })

@@ -1,5 +1,6 @@
 // The key of Secret digests (core/digest.ts keyedDigest): 32 random bytes in a Secret of the
-// cluster, created by the first run that needs it. It never leaves the cluster: never in the
+// cluster, created once by the operator, or by the first run when digest-key-create-role.yaml is
+// bound (opt-in: an escalation while bound). It never leaves the cluster: never in the
 // repository, a plan, a log or an output. Two runs at once: both create, one gets 409
 // AlreadyExists and reads the winner's key back, so every run keys with the same bytes.
 
@@ -38,9 +39,11 @@ export async function loadDigestKey(cluster: Pick<ClusterClient, 'getSource' | '
     return { key: { bytes }, created: true, ephemeral: false }
   } catch (error) {
     if (error instanceof ForbiddenError) {
-      throw new ForbiddenError(`${error.message} Or create the key once yourself (deploy/rbac/digest-key-role.yaml says how); the action then only reads it.`, {
-        cause: error,
-      })
+      // Not "grant create secrets": with get secrets it mints a ServiceAccount token (SECURITY.md).
+      throw new ForbiddenError(
+        `The digest key Secret ${options.namespace}/${DIGEST_KEY_SECRET} does not exist and this identity may not create it; create it once with \`${createCommand(options.namespace)}\`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.`,
+        { cause: error },
+      )
     }
     if (!(error instanceof ConflictError)) throw error
   }
@@ -56,8 +59,13 @@ function keyOf(data: Readonly<Record<string, string>>, namespace: string): Diges
   const bytes = Buffer.from(data[KEY_FIELD] ?? '', 'base64')
   if (bytes.length < KEY_BYTES) {
     throw new ConfigurationError(
-      `The digest key Secret ${namespace}/${DIGEST_KEY_SECRET} has no '${KEY_FIELD}' of at least ${KEY_BYTES} bytes; delete it and the next run creates one (each release reading a Secret is then triggered once).`,
+      `The digest key Secret ${namespace}/${DIGEST_KEY_SECRET} has no '${KEY_FIELD}' of at least ${KEY_BYTES} bytes; delete it and create it again with \`${createCommand(namespace)}\` (each release reading a Secret is then triggered once).`,
     )
   }
   return { bytes: new Uint8Array(bytes) }
+}
+
+/** The one command that creates the key (the RBAC files' headers give the same). */
+function createCommand(namespace: string): string {
+  return `kubectl -n ${namespace} create secret generic ${DIGEST_KEY_SECRET} --from-literal=${KEY_FIELD}="$(head -c ${KEY_BYTES} /dev/urandom | base64)"`
 }

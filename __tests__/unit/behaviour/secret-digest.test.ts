@@ -8,6 +8,7 @@ import { hash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { contentOfSecret, digestOf, keyedDigest, short } from '../../../src/core/digest.ts'
 import { Status } from '../../../src/engine/result.ts'
+import { ForbiddenError } from '../../../src/kube/api-error.ts'
 import { DIGEST_KEY_SECRET, loadDigestKey } from '../../../src/kube/digest-key.ts'
 import { outputsOf, summaryMarkdown, textReport } from '../../../src/modes/trigger/report.ts'
 import { runTrigger, type RunContext } from '../../../src/modes/trigger/pipeline.ts'
@@ -170,7 +171,20 @@ describe('F3: Secret digests', () => {
 
   it('refuses a key Secret without 32 bytes of key, saying how to fix it', async () => {
     const cluster = new FakeCluster().setSource({ kind: 'Secret', namespace: 'flux-system', name: DIGEST_KEY_SECRET }, { key: 'c2hvcnQ=' })
-    await expect(loadDigestKey(cluster, { namespace: 'flux-system', create: true })).rejects.toThrow(/delete it and the next run creates one/)
+    await expect(loadDigestKey(cluster, { namespace: 'flux-system', create: true })).rejects.toThrow(
+      /delete it and create it again with `kubectl -n flux-system create secret generic helmrelease-trigger-digest-key --from-literal=key="\$\(head -c 32 \/dev\/urandom \| base64\)"`/,
+    )
+  })
+
+  it('a missing key it may not create: one sentence with the command that creates it, never "grant create secrets"', async () => {
+    const cluster = new FakeCluster()
+    cluster.createSecret = () => Promise.reject(new ForbiddenError('Forbidden: cannot create secrets in namespace flux-system.'))
+    const refused = await loadDigestKey(cluster, { namespace: 'flux-system', create: true }).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(ForbiddenError)
+    expect((refused as Error).message).toBe(
+      'The digest key Secret flux-system/helmrelease-trigger-digest-key does not exist and this identity may not create it; create it once with `kubectl -n flux-system create secret generic helmrelease-trigger-digest-key --from-literal=key="$(head -c 32 /dev/urandom | base64)"`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.',
+    )
+    expect(cluster.created).toHaveLength(0)
   })
 })
 

@@ -152,11 +152,12 @@ export async function executePlan(prepared: PreparedPlan, settings: Settings, co
   const start = deps.clock.now()
   const deadline = start + settings.timeoutMs
 
+  // Secret digests are recorded keyed with the cluster's key, read (or created) only when a release reads a Secret;
+  // read before anything is written, so a missing key fails the run with the cluster untouched.
+  const digestKey = await digestKeyFor(cluster, plan, settings, deps.log)
   const baseline = await baselineOf(cluster, plan, settings)
   const sources = await applySources(cluster, plan, manifestsOf(prepared, settings), range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
-  // Secret digests are recorded keyed with the cluster's key, read (or created) only when a release reads a Secret.
-  const digestKey = await digestKeyFor(cluster, plan, settings, deps.log)
   if (digestKey !== undefined) plan = await keySecretReads(cluster, plan, digestKey, settings)
   // Releases whose spec alone changed are not patched: helm-controller acts on their new generation.
   const toPatch = plan.releases.filter((r) => r.sources.length > 0)
