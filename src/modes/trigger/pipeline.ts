@@ -224,7 +224,9 @@ async function digestKeyFor(cluster: ClusterClient, plan: Plan, settings: Settin
   const loaded = await loadDigestKey(cluster, { namespace, create: !settings.dryRun })
   if (loaded.created) log.info(`created the digest key Secret ${namespace}/${DIGEST_KEY_SECRET}: Secret digests are recorded keyed with it`)
   if (loaded.ephemeral)
-    log.info(`dry run: no digest key Secret ${namespace}/${DIGEST_KEY_SECRET} yet (a real run creates it); Secret digests compared with a key of this run only`)
+    log.info(
+      `dry run: no digest key Secret ${namespace}/${DIGEST_KEY_SECRET} yet (create it once: deploy/rbac/digest-key-role.yaml gives the command); Secret digests compared with a key of this run only`,
+    )
   return loaded.key
 }
 
