@@ -80,6 +80,8 @@ export interface Settings {
   readonly failOn: FailOn
   /** Canonicalise YAML/JSON values before digesting (comment-only edits trigger nothing). */
   readonly semanticDigest: boolean
+  /** Namespace of the Secret holding the key of Secret digests (created on first use). */
+  readonly digestKeyNamespace: string
   /** discover/recover: namespaces to scan; empty means every namespace. */
   readonly namespaces: readonly string[]
   /** discover: lint the repository's manifests at head alone, no cluster (a pull-request check). */
@@ -176,6 +178,7 @@ export function parseSettings(read: InputReader): Settings {
     allowPullRequests: bool(read, 'allow-pull-requests', false),
     failOn: oneOf(read, 'fail-on', FAIL_ON, 'error'),
     semanticDigest: bool(read, 'semantic-digest', true),
+    digestKeyNamespace: namespace(read, 'digest-key-namespace', 'flux-system'),
     namespaces: namespaces(read),
     fromGit: bool(read, 'from-git', false),
     clusterRoot: clusterRoot(read),
@@ -478,7 +481,21 @@ export type PlanSettings = Pick<Settings, (typeof PLAN_FIELDS)[number]>
 
 const TRIGGER_FIELDS = [
   ...PLAN_FIELDS,
-  ...(['base', 'head', 'fullSync', 'force', 'reset', 'waitForApply', 'apply', 'wait', 'dryRun', 'fluxAttribution', 'timeoutMs', 'maxConcurrency'] as const),
+  ...([
+    'base',
+    'head',
+    'fullSync',
+    'force',
+    'reset',
+    'waitForApply',
+    'apply',
+    'wait',
+    'dryRun',
+    'fluxAttribution',
+    'timeoutMs',
+    'maxConcurrency',
+    'digestKeyNamespace',
+  ] as const),
 ]
 /** What the trigger pipeline (plan, wait for apply, patch, outcome) reads. */
 export type TriggerRunOptions = Pick<Settings, (typeof TRIGGER_FIELDS)[number]>

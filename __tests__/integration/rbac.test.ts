@@ -4,7 +4,7 @@
 // then removed in turn to record what the action does without it.
 
 import { readFileSync } from 'node:fs'
-import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
+import { AuthorizationV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1PolicyRule } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
@@ -179,7 +179,20 @@ describe('deploy/rbac manifests', () => {
     expect(grants(shipped('rbac/recover-clusterrole.yaml', 'ClusterRole').rules ?? [])).toEqual(
       [`${HR}/helmreleases:get`, `${HR}/helmreleases:list`, `${HR}/helmreleases:watch`, `${HR}/helmreleases:patch`, 'core/events:create'].sort(),
     )
-    for (const file of ['trigger-clusterrole.yaml', 'trigger-apply-role.yaml', 'trigger-role.yaml', 'discover-clusterrole.yaml', 'recover-clusterrole.yaml']) {
+    // The key Role reads that one Secret and nothing else; create (not limitable to a name by RBAC,
+    // and with get secrets it mints a ServiceAccount token) is only in the opt-in create Role.
+    const key = shipped('rbac/digest-key-role.yaml', 'Role').rules ?? []
+    expect(key).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['helmrelease-trigger-digest-key'], verbs: ['get'] }])
+    expect(grants(shipped('rbac/digest-key-create-role.yaml', 'Role').rules ?? [])).toEqual(['core/secrets:create'])
+    for (const file of [
+      'trigger-clusterrole.yaml',
+      'trigger-apply-role.yaml',
+      'trigger-role.yaml',
+      'digest-key-role.yaml',
+      'digest-key-create-role.yaml',
+      'discover-clusterrole.yaml',
+      'recover-clusterrole.yaml',
+    ]) {
       const namespaced = file.endsWith('-role.yaml')
       const role = shipped(`rbac/${file}`, namespaced ? 'Role' : 'ClusterRole')
       const binding = shipped(`rbac/${file}`, namespaced ? 'RoleBinding' : 'ClusterRoleBinding')
@@ -414,6 +427,158 @@ describe('the namespaced trigger-role.yaml', () => {
     expect(await requestedAt(configNs)).toBeUndefined()
   })
 })
+
+// ---- a Secret source: the digest key Role ---------------------------------------------------
+
+/** A labelled Secret changed in the repository (pin), live with the new value, read by release `web`. */
+async function secretScenario(prefix: string): Promise<Scenario & { keyNamespace: string }> {
+  const namespace = await cluster.createNamespace(prefix)
+  const keyNamespace = await cluster.createNamespace(`${prefix}-key`)
+  await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'Secret', name: 'creds' }] })
+  await cluster.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'creds', namespace }, stringData: { pin: '483920' } } })
+  const manifest = (pin: string) => `apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: ${namespace}
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: web
+    nebius.ai/helmreleases-namespace: ${namespace}
+stringData:
+  pin: "${pin}"
+`
+  const repo = createRepo()
+  repos.push(repo)
+  repo.write({ 'secret.yaml': manifest('105733') })
+  const before = repo.commit('first')
+  repo.write({ 'secret.yaml': manifest('483920') })
+  return { namespace, keyNamespace, repo, before, after: repo.commit('second') }
+}
+
+/** digest-key-role.yaml (or `file`) in `keyNamespace`, bound to the ServiceAccount of `namespace`. */
+async function bindKeyRole(keyNamespace: string, namespace: string, file = 'digest-key-role.yaml'): Promise<V1PolicyRule[]> {
+  const role = shipped(`rbac/${file}`, 'Role')
+  const binding = shipped(`rbac/${file}`, 'RoleBinding')
+  const granted = role.rules ?? []
+  await rbac.createNamespacedRole({ namespace: keyNamespace, body: { metadata: { name: role.metadata.name, namespace: keyNamespace }, rules: granted } })
+  await rbac.createNamespacedRoleBinding({
+    namespace: keyNamespace,
+    body: {
+      metadata: { name: binding.metadata.name, namespace: keyNamespace },
+      roleRef: binding.roleRef ?? { apiGroup: '', kind: '', name: '' },
+      subjects: (binding.subjects ?? []).map((x) => ({ ...x, name: SA, namespace })),
+    },
+  })
+  return granted
+}
+
+async function configDigest(namespace: string): Promise<Record<string, string>> {
+  return JSON.parse((await cluster.getHelmRelease(namespace, 'web')).metadata.annotations?.['nebius.ai/config-digest'] ?? '{}') as Record<string, string>
+}
+
+const KEY_SECRET = 'helmrelease-trigger-digest-key'
+
+async function keySecret(namespace: string): Promise<Buffer | undefined> {
+  const secret = await cluster.core.readNamespacedSecret({ namespace, name: KEY_SECRET }).catch(() => undefined)
+  return secret === undefined ? undefined : Buffer.from(secret.data?.['key'] ?? '', 'base64')
+}
+
+describe('a Secret source: trigger-role.yaml plus digest-key-role.yaml', () => {
+  it('no key yet and only the shipped get Role: the run fails in one sentence saying how to create the key, and writes nothing', async () => {
+    const s = await secretScenario('rbac-keyget')
+    await bindRole(s.namespace, SA)
+    const key = await bindKeyRole(s.keyNamespace, s.namespace)
+    const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
+    await waitForKeyGrant(s.keyNamespace, s.namespace, key)
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode).toBe(1)
+    expect(log(run)).toContain(
+      `The digest key Secret ${s.keyNamespace}/${KEY_SECRET} does not exist and this identity may not create it; create it once with \`kubectl -n ${s.keyNamespace} create secret generic ${KEY_SECRET} --from-literal=key="$(head -c 32 /dev/urandom | base64)"\`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.`,
+    )
+    // Never the generic advice to grant create secrets.
+    expect(log(run)).not.toContain('Grant the identity this RBAC rule')
+    expect(await keySecret(s.keyNamespace)).toBeUndefined()
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+    expect(await configDigest(s.namespace)).toEqual({})
+    expect(await events(s.namespace, 'ConfigChanged')).toEqual([])
+  })
+
+  it('with digest-key-create-role.yaml bound for the first run: creates the key and records the Secret keyed; its digest is nowhere in the run', async () => {
+    const s = await secretScenario('rbac-key')
+    await bindRole(s.namespace, SA)
+    const key = [...(await bindKeyRole(s.keyNamespace, s.namespace)), ...(await bindKeyRole(s.keyNamespace, s.namespace, 'digest-key-create-role.yaml'))]
+    const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
+    await waitForKeyGrant(s.keyNamespace, s.namespace, key)
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ namespace: s.namespace, name: 'web', status: 'Triggered' }])
+    expect(await keySecret(s.keyNamespace)).toHaveLength(32)
+    expect(await configDigest(s.namespace)).toEqual({ [`Secret/${s.namespace}/creds`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
+    const [event] = await events(s.namespace, 'ConfigChanged')
+    expect(event).toContain(`Secret/${s.namespace}/creds (changed)`)
+  })
+
+  it('the key created once by the operator and only the shipped get Role: records the Secret keyed with that key', async () => {
+    const s = await secretScenario('rbac-keymade')
+    const bytes = Buffer.alloc(32, 7).toString('base64')
+    await cluster.core.createNamespacedSecret({
+      namespace: s.keyNamespace,
+      body: { metadata: { name: KEY_SECRET, namespace: s.keyNamespace }, data: { key: bytes } },
+    })
+    await bindRole(s.namespace, SA)
+    const key = await bindKeyRole(s.keyNamespace, s.namespace)
+    const id = await identity(s.namespace, SA, shipped('rbac/trigger-role.yaml', 'Role').rules ?? [])
+    await waitForKeyGrant(s.keyNamespace, s.namespace, key)
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode, log(run)).toBe(0)
+    expect(outputs(run, 'triggered')).toMatchObject([{ namespace: s.namespace, name: 'web', status: 'Triggered' }])
+    expect(log(run)).not.toContain('Forbidden')
+    expect((await keySecret(s.keyNamespace))?.toString('base64')).toBe(bytes)
+    expect(await configDigest(s.namespace)).toEqual({ [`Secret/${s.namespace}/creds`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
+  })
+
+  it('without it: the run fails before any patch, naming the rule', async () => {
+    const s = await secretScenario('rbac-nokey')
+    const id = await identity(s.namespace, SA, await bindRole(s.namespace, SA))
+    const run = await act(s, id, { 'digest-key-namespace': s.keyNamespace })
+    expect(run.exitCode).toBe(1)
+    expect(log(run)).toContain(`Forbidden: cannot get secrets helmrelease-trigger-digest-key in namespace ${s.keyNamespace}`)
+    expect(await requestedAt(s.namespace)).toBeUndefined()
+  })
+})
+
+/** The key Role's grants in `keyNamespace` for the ServiceAccount of `namespace`, in effect. */
+async function waitForKeyGrant(keyNamespace: string, namespace: string, rules: readonly V1PolicyRule[]): Promise<void> {
+  const authz = cluster.kubeconfig.makeApiClient(AuthorizationV1Api)
+  await cluster.waitFor(
+    async () => {
+      for (const r of rules) {
+        for (const verb of r.verbs) {
+          const review = await authz.createSubjectAccessReview({
+            body: {
+              spec: {
+                user: `system:serviceaccount:${namespace}:${SA}`,
+                groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+                resourceAttributes: {
+                  namespace: keyNamespace,
+                  group: '',
+                  resource: 'secrets',
+                  verb,
+                  ...(r.resourceNames?.[0] === undefined ? {} : { name: r.resourceNames[0] }),
+                },
+              },
+            },
+          })
+          if (review.status?.allowed !== true) return undefined
+        }
+      }
+      return true
+    },
+    { message: `the digest key grants in ${keyNamespace}` },
+  )
+}
 
 // ---- discover and recover, each with exactly its own role ----------------------------------
 

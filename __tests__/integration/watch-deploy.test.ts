@@ -3,6 +3,7 @@
 // are what the Dockerfile's image needs, and a ServiceAccount token bound to exactly the
 // shipped roles runs the watch mode (leader election included) with no Forbidden anywhere.
 
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node'
@@ -16,6 +17,7 @@ const cluster = useCluster()
 const objects = KubernetesObjectApi.makeApiClient(cluster.kubeconfig)
 const DIR = join(REPO_ROOT, 'deploy', 'watch')
 const LABEL = { 'nebius.ai/helmrelease-trigger-operator': 'true' }
+const KEY_SECRET = 'helmrelease-trigger-digest-key'
 
 const running: WatchHandle[] = []
 afterEach(async () => {
@@ -66,7 +68,7 @@ async function watchesAsDeployed(namespace: string, kubeconfigPath: string, watc
   await cluster.applyHelmRelease({ namespace: watched, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'values' }] })
   const w = startWatch({
     kubeconfigPath,
-    inputs: { namespaces: watched, 'leader-election': 'true', 'leader-election-namespace': namespace },
+    inputs: { namespaces: watched, 'leader-election': 'true', 'leader-election-namespace': namespace, 'digest-key-namespace': namespace },
     election: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 300 },
   })
   running.push(w)
@@ -90,9 +92,24 @@ describe('deploy/watch', () => {
     const files = readdirSync(DIR)
       .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
       .sort()
-    expect(files).toEqual(['clusterrole.yaml', 'deployment.yaml', 'leader-election-role.yaml', 'role.yaml', 'serviceaccount.yaml'])
+    expect(files).toEqual([
+      'clusterrole.yaml',
+      'deployment.yaml',
+      'digest-key-create-role.yaml',
+      'digest-key-role.yaml',
+      'leader-election-role.yaml',
+      'role.yaml',
+      'serviceaccount.yaml',
+    ])
+    // The opt-in create Role (an escalation while bound) is never applied by `kubectl apply -k`.
     const kustomization = manifests('kustomization.yaml')[0] as unknown as { resources: string[] }
-    expect(kustomization.resources.sort()).toEqual(['clusterrole.yaml', 'deployment.yaml', 'leader-election-role.yaml', 'serviceaccount.yaml'])
+    expect(kustomization.resources.sort()).toEqual([
+      'clusterrole.yaml',
+      'deployment.yaml',
+      'digest-key-role.yaml',
+      'leader-election-role.yaml',
+      'serviceaccount.yaml',
+    ])
     const ns = await cluster.createNamespace('watch-deploy-dry')
     for (const file of files) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, 'dry', ns), undefined, 'All')
@@ -134,27 +151,33 @@ describe('deploy/watch', () => {
     expect(dockerfile).toContain('dist/cli.js')
   })
 
-  it('clusterrole.yaml and leader-election-role.yaml are enough for watch mode, leader election included', async () => {
+  it('clusterrole.yaml, leader-election-role.yaml and digest-key-role.yaml, with the key created once as its header says, are enough for watch mode, leader election included', async () => {
     const ns = await cluster.createNamespace('watch-deploy')
     const watched = await cluster.createNamespace('watch-deploy-apps')
-    for (const file of ['serviceaccount.yaml', 'clusterrole.yaml', 'leader-election-role.yaml']) {
+    for (const file of ['serviceaccount.yaml', 'clusterrole.yaml', 'leader-election-role.yaml', 'digest-key-role.yaml']) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, ns))
     }
+    await cluster.core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: KEY_SECRET, namespace: ns }, data: { key: randomBytes(32).toString('base64') } },
+    })
     const token = await cluster.serviceAccountToken(ns, 'helmrelease-trigger-watch')
     await watchesAsDeployed(ns, await cluster.kubeconfigFor(token, 'watch-cluster'), watched)
   })
 
-  it('role.yaml confines watch mode to the namespaces it is given', async () => {
+  it('role.yaml confines watch mode to the namespaces it is given; digest-key-create-role.yaml lets the first start create the key', async () => {
     const ns = await cluster.createNamespace('watch-deploy-ns')
     const watched = await cluster.createNamespace('watch-deploy-only')
-    for (const file of ['serviceaccount.yaml', 'role.yaml', 'leader-election-role.yaml']) {
+    for (const file of ['serviceaccount.yaml', 'role.yaml', 'leader-election-role.yaml', 'digest-key-role.yaml', 'digest-key-create-role.yaml']) {
       for (const object of manifests(file)) await objects.create(placed(object, ns, ns, watched))
     }
     const token = await cluster.serviceAccountToken(ns, 'helmrelease-trigger-watch')
     const kubeconfigPath = await cluster.kubeconfigFor(token, 'watch-role')
     await watchesAsDeployed(ns, kubeconfigPath, watched)
+    const key = await cluster.core.readNamespacedSecret({ namespace: ns, name: KEY_SECRET })
+    expect(Buffer.from(key.data?.['key'] ?? '', 'base64')).toHaveLength(32)
     // Cluster-wide, the same identity is refused at the first list, in one sentence naming the rule.
-    const w = startWatch({ kubeconfigPath, inputs: {} })
+    const w = startWatch({ kubeconfigPath, inputs: { 'digest-key-namespace': ns } })
     await expect(w.done).rejects.toThrow(
       /Forbidden: cannot list .* in all namespaces\. Grant the identity this RBAC rule: .*verbs: \["list"\] in a ClusterRole/,
     )

@@ -32,6 +32,8 @@ afterEach(async () => {
 
 const clusterRules = (): V1PolicyRule[] => shipped('watch/clusterrole.yaml', 'ClusterRole').rules ?? []
 const leaseRules = (): V1PolicyRule[] => shipped('watch/leader-election-role.yaml', 'Role').rules ?? []
+const keyRules = (): V1PolicyRule[] => shipped('watch/digest-key-role.yaml', 'Role').rules ?? []
+const keyCreateRules = (): V1PolicyRule[] => shipped('watch/digest-key-create-role.yaml', 'Role').rules ?? []
 
 /** Our one sentence for a refused request in `namespace`. */
 function forbidden(verb: string, resource: string, group: string, namespace: string, name?: string): string {
@@ -46,7 +48,10 @@ function forbidden(verb: string, resource: string, group: string, namespace: str
  * shipped files with `rules`, bound to a new ServiceAccount in `namespace`; returns the path of
  * a kubeconfig for its token once every grant is in effect.
  */
-async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[] }): Promise<string> {
+async function identity(
+  namespace: string,
+  rules: { cluster: V1PolicyRule[]; leases?: V1PolicyRule[]; key?: V1PolicyRule[]; keyCreate?: V1PolicyRule[] },
+): Promise<string> {
   const role = shipped('watch/clusterrole.yaml', 'ClusterRole')
   const binding = shipped('watch/clusterrole.yaml', 'ClusterRoleBinding')
   const name = `${role.metadata.name}-${namespace}`
@@ -68,9 +73,29 @@ async function identity(namespace: string, rules: { cluster: V1PolicyRule[]; lea
       },
     })
   }
+  // The digest key Roles, in the namespace the scenario keeps the key in (digest-key-namespace):
+  // the shipped get Role, and the opt-in create Role for the first start (unless keyCreate is []).
+  const key = rules.key ?? keyRules()
+  const keyCreate = rules.keyCreate ?? keyCreateRules()
+  await bindKeyRole(namespace, 'watch/digest-key-role.yaml', key)
+  if (keyCreate.length > 0) await bindKeyRole(namespace, 'watch/digest-key-create-role.yaml', keyCreate)
   const token = await cluster.serviceAccountToken(namespace, SA)
-  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? [])])
+  await grantsInEffect(cluster.kubeconfig, namespace, SA, [...rules.cluster, ...(rules.leases ?? []), ...key, ...keyCreate])
   return cluster.kubeconfigFor(token, `watch-rbac-${namespace}`)
+}
+
+async function bindKeyRole(namespace: string, file: string, rules: V1PolicyRule[]): Promise<void> {
+  const role = shipped(file, 'Role')
+  const binding = shipped(file, 'RoleBinding')
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role.metadata.name, namespace }, rules } })
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: binding.metadata.name, namespace },
+      roleRef: binding.roleRef ?? { apiGroup: '', kind: '', name: '' },
+      subjects: (binding.subjects ?? []).map((s) => ({ ...s, namespace })),
+    },
+  })
 }
 
 // ---- the scenario: a labelled source read by a release in view, and naming one out of view ----
@@ -119,7 +144,11 @@ async function scenario(prefix: string, kind: Kind = 'ConfigMap'): Promise<Scena
 function watchAs(s: Scenario, kubeconfigPath: string, election = false): WatchHandle {
   const w = startWatch({
     kubeconfigPath,
-    inputs: { namespaces: s.namespace, ...(election ? { 'leader-election': 'true', 'leader-election-namespace': s.namespace } : {}) },
+    inputs: {
+      namespaces: s.namespace,
+      'digest-key-namespace': s.namespace,
+      ...(election ? { 'leader-election': 'true', 'leader-election-namespace': s.namespace } : {}),
+    },
     identity: 'watch-rbac',
     election: ELECTION,
   })
@@ -182,7 +211,9 @@ describe('deploy/watch roles', () => {
     )
     expect(grants(shipped('watch/role.yaml', 'Role').rules ?? [])).toEqual(grants(clusterRules()))
     expect(grants(leaseRules())).toEqual([`${LEASES}/leases:create`, `${LEASES}/leases:get`, `${LEASES}/leases:update`])
-    expect(JSON.stringify([clusterRules(), leaseRules()])).not.toContain('*')
+    expect(keyRules()).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['helmrelease-trigger-digest-key'], verbs: ['get'] }])
+    expect(grants(keyCreateRules())).toEqual(['core/secrets:create'])
+    expect(JSON.stringify([clusterRules(), leaseRules(), keyRules(), keyCreateRules()])).not.toContain('*')
   })
 
   it('the scenario uses every granted verb: both releases triggered with their Events, the deletion reported', async () => {
@@ -317,5 +348,32 @@ describe('watch --leader-election with one verb removed from leader-election-rol
     const lease = await coordination.readNamespacedLease({ namespace: s.namespace, name: LEASE })
     expect(lease.spec).toMatchObject({ holderIdentity: 'watch-rbac', leaseTransitions: 0 })
     expect(lease.spec?.renewTime).toEqual(lease.spec?.acquireTime)
+  })
+})
+
+describe('watch with only the shipped digest-key-role.yaml (digest-key-create-role.yaml not bound)', () => {
+  it('no key yet: it exits at start in one sentence saying how to create the key; nothing written', async () => {
+    const s = await scenario('watch-rbac-nokeycreate', 'Secret')
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), keyCreate: [] }))
+    const message = await failure(w)
+    expect(message).toBe(
+      `The digest key Secret ${s.namespace}/helmrelease-trigger-digest-key does not exist and this identity may not create it; create it once with \`kubectl -n ${s.namespace} create secret generic helmrelease-trigger-digest-key --from-literal=key="$(head -c 32 /dev/urandom | base64)"\`, or bind digest-key-create-role.yaml (deploy/rbac/, deploy/watch/) for the first run only and delete it afterwards.`,
+    )
+    expect(await digestOf(s.namespace, 'app')).toBeUndefined()
+    await expect(cluster.core.readNamespacedSecret({ namespace: s.namespace, name: 'helmrelease-trigger-digest-key' })).rejects.toThrow()
+  })
+
+  it('the key created once by the operator: it only reads the key, and records the Secret keyed', async () => {
+    const s = await scenario('watch-rbac-keyexists', 'Secret')
+    const key = Buffer.alloc(32, 9).toString('base64')
+    await cluster.core.createNamespacedSecret({
+      namespace: s.namespace,
+      body: { metadata: { name: 'helmrelease-trigger-digest-key', namespace: s.namespace }, data: { key } },
+    })
+    const w = watchAs(s, await identity(s.namespace, { cluster: clusterRules(), keyCreate: [] }))
+    await w.synced()
+    const recorded = await triggered(s.namespace, 'app', undefined, 'the catch-up trigger of the Secret source')
+    expect(JSON.parse(recorded)).toEqual({ [`Secret/${s.namespace}/values`]: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/) })
+    expect(refusals(w).filter((l) => JSON.stringify(l).includes('secrets'))).toEqual([])
   })
 })

@@ -77,7 +77,9 @@ export function appliedObjectOf(
       : { ...nonEmpty('data', data), ...nonEmpty('binaryData', stringMap(value['binaryData'])) }),
   }
   const content = object.kind === 'Secret' ? contentOfSecret(object) : contentOfConfigMap(object)
-  if (digestOf(content, { semantic: options.semanticDigest }) !== source.digest) {
+  // A Secret read back from a fleet plan file carries no digest (never written there): the document
+  // at that line of the same head commit, with kind, name and namespace checked above, is the one planned.
+  if (source.digest !== undefined && digestOf(content, { semantic: options.semanticDigest }) !== source.digest) {
     return { refused: `${source.id}: the document at ${where} does not hold the content the plan digested; not applied.` }
   }
   return { object }

@@ -2,12 +2,14 @@
 // and on the live object read from the API: equal digests mean the cluster has the commit's
 // content. SHA-256 over canonical JSON that keeps keys, values, `data` and `binaryData` apart,
 // so two different objects cannot encode to the same bytes (Reloader's `k=v;` join can).
+// A Secret's digest is published (config-digest) only keyed: HMAC-SHA-256 with a key that stays
+// in the cluster, so whoever reads a HelmRelease cannot test guesses of a low-entropy value.
 
-import { hash } from 'node:crypto'
+import { createHmac, hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
 import { duplicateKeyOffsets } from './yaml-keys.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
-import type { Digest, LiveSource } from './model.ts'
+import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
 /** What the digest covers: `data` as text, `binaryData` as base64 (as the API returns it). */
 export interface DigestContent {
@@ -20,7 +22,7 @@ export interface DigestOptions {
   readonly semantic: boolean
 }
 
-export function digestOf(content: DigestContent, options: DigestOptions): Digest {
+export function digestOf(content: DigestContent, options: DigestOptions): PlainDigest {
   const encode = options.semantic ? semanticValue : textValue
   const canonical = JSON.stringify([
     ['data', sortedEntries(content.data).map(([key, value]) => [key, ...encode(value)])],
@@ -210,13 +212,77 @@ function isPlainObject(value: object): value is Readonly<Record<string, unknown>
   return proto === Object.prototype || proto === null
 }
 
-/** The digest of a live ConfigMap or Secret, as the API returned it. */
-export function liveDigest(live: LiveSource, semantic: boolean): Digest {
+/** The unkeyed digest of a live ConfigMap or Secret, as the API returned it (a Secret's: in memory only). */
+export function liveDigest(live: LiveSource, semantic: boolean): PlainDigest {
   const content = live.kind === 'Secret' ? contentOfSecret({ data: live.data }) : contentOfConfigMap({ data: live.data, binaryData: live.binaryData })
   return digestOf(content, { semantic })
 }
 
-/** A digest's first 12 hex characters, for messages. */
+/**
+ * The key of Secret digests: random bytes kept in a Secret of the cluster (kube/digest-key.ts),
+ * never in the repository, a plan, a log or an output. Injected: this module does no I/O.
+ */
+export interface DigestKey {
+  readonly bytes: Uint8Array
+}
+
+/**
+ * A Secret's digest as config-digest records it: HMAC-SHA-256 keyed with the cluster's key over
+ * the content's unkeyed digest (itself SHA-256 of the canonical form). Without the key no guess
+ * of the content can be tested against it; equal content still gives equal digests per cluster.
+ */
+export function keyedDigest(plain: PlainDigest, key: DigestKey): KeyedDigest {
+  return `hmac-sha256:${createHmac('sha256', key.bytes).update(plain).digest('hex')}`
+}
+
+/** The digest config-digest records for a live source: plain for a ConfigMap, keyed for a Secret. */
+export function recordedDigestOf(live: LiveSource, semantic: boolean, key: DigestKey): Digest {
+  const plain = liveDigest(live, semantic)
+  return live.kind === 'Secret' ? keyedDigest(plain, key) : plain
+}
+
+/** A Secret's id: its digest is never shown, only that it changed. */
+export function isSecretId(id: SourceId): boolean {
+  return id.startsWith('Secret/')
+}
+
+/**
+ * Whether `recorded` (from config-digest) stands for the content of `read`: its digest, or for a
+ * Secret the unkeyed digest written before digests were keyed (then rewritten keyed on the next
+ * write, never triggered for).
+ */
+export function recordedMatches(recorded: string | undefined, read: Pick<PlannedRead, 'digest' | 'legacyDigest'>): boolean {
+  if (recorded === undefined) return false
+  return recorded === read.digest || (read.legacyDigest !== undefined && recorded === read.legacyDigest)
+}
+
+/** A Secret's unkeyed digests for keying: of the content to record, and the one an older run may have recorded. */
+export interface SecretDigests {
+  readonly current?: PlainDigest
+  readonly legacy?: PlainDigest
+}
+
+/**
+ * A release's reads with each Secret's digest keyed (`current`), and `legacy` kept to recognise a
+ * config-digest written before digests were keyed. A Secret with no `current` (deleted, unreadable)
+ * keeps no digest: it then counts as changed, and no digest is recorded for it.
+ */
+export function keyedReads(reads: readonly PlannedRead[], digestsOf: (id: SourceId) => SecretDigests, key: DigestKey): PlannedRead[] {
+  return reads.map((read) => {
+    if (!isSecretId(read.id)) return read
+    const { current, legacy } = digestsOf(read.id)
+    const { digest: _unkeyed, legacyDigest: _legacy, ...rest } = read
+    return { ...rest, ...(current === undefined ? {} : { digest: keyedDigest(current, key) }), ...(legacy === undefined ? {} : { legacyDigest: legacy }) }
+  })
+}
+
+/** The digest to show in a message or report: a ConfigMap's first 12 hex characters; a Secret's never (undefined). */
+export function shownDigest(id: SourceId, digest: Digest | undefined): string | undefined {
+  if (digest === undefined || isSecretId(id) || !digest.startsWith('sha256:')) return undefined
+  return short(digest)
+}
+
+/** A digest's (or commit's) first 12 hex characters, for messages. Never for a Secret's digest: see shownDigest. */
 export function short(digest: string): string {
   return digest.replace(/^sha256:/, '').slice(0, 12)
 }

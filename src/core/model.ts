@@ -20,8 +20,11 @@ export interface ReleaseRef {
   readonly name: string
 }
 
-/** "sha256:<64 hex>" */
-export type Digest = `sha256:${string}`
+/** "sha256:<64 hex>": unkeyed; published only for ConfigMaps (a Secret's stays in memory). */
+export type PlainDigest = `sha256:${string}`
+/** "hmac-sha256:<64 hex>": a Secret's digest keyed with the cluster's digest key (core/digest.ts). */
+export type KeyedDigest = `hmac-sha256:${string}`
+export type Digest = PlainDigest | KeyedDigest
 
 export type Severity = 'error' | 'warning' | 'notice'
 
@@ -55,8 +58,8 @@ export interface SourceManifest extends SourceRef {
   readonly annotatedTargets: readonly ReleaseRef[]
   /** SOPS-encrypted: the git content never equals the live content. */
   readonly encrypted: boolean
-  /** Digest of data/binaryData (stringData folded in for Secrets). */
-  readonly digest: Digest
+  /** Unkeyed digest of data/binaryData (stringData folded in for Secrets); a Secret's never published. */
+  readonly digest: PlainDigest
   /**
    * What the digest covers, kept to tell which keys a commit changed (key-changes.ts). Holds a
    * Secret's values: never published, logged or put in the plan.
@@ -96,10 +99,13 @@ export type SourceChange = 'added' | 'modified' | 'deleted'
 export interface PlannedSource extends SourceRef {
   readonly id: SourceId
   readonly change: SourceChange
-  /** Digest at head; absent for deleted sources. */
-  readonly digest?: Digest
-  /** Digest at base; absent for added sources and under full-sync. */
-  readonly previousDigest?: Digest
+  /**
+   * Unkeyed digest at head; absent for deleted sources, and for a Secret in a plan read from a
+   * file (never written there). A Secret's is kept in memory only: never reported or saved.
+   */
+  readonly digest?: PlainDigest
+  /** Unkeyed digest at base; absent for added sources and under full-sync. Same rule for Secrets. */
+  readonly previousDigest?: PlainDigest
   readonly encrypted: boolean
   /** Where the user edited: the first changed key's line when rendered, else the document. */
   readonly origin: Origin
@@ -129,7 +135,13 @@ export interface PlannedTarget extends ReleaseRef {
 /** A changed source as one release reads it. */
 export interface PlannedRead {
   readonly id: SourceId
-  readonly digest: Digest
+  /**
+   * What `config-digest` records for it: a ConfigMap's plain digest; a Secret's keyed digest,
+   * set only once the run holds the cluster's digest key (absent in a plan).
+   */
+  readonly digest?: Digest
+  /** A Secret's unkeyed digest, in memory only: config-digest written before keying may still hold it. */
+  readonly legacyDigest?: PlainDigest
   readonly encrypted: boolean
   /** Where the key this release reads was edited (rendered plans). */
   readonly origin?: Origin

@@ -14,7 +14,7 @@ import { isEncrypted } from './manifest.ts'
 import { byReleaseKey, releaseKey, sourceId } from './model.ts'
 import { compareText } from '../lib/sort.ts'
 import type {
-  Digest,
+  PlainDigest,
   FieldValue,
   FileProblem,
   KeyEdit,
@@ -155,7 +155,7 @@ interface Source {
   readonly labelled: boolean
   readonly annotatedTargets: readonly ReleaseRef[]
   readonly encrypted: boolean
-  readonly digest: Digest
+  readonly digest: PlainDigest
   /** The values helm-controller can read, by key: ConfigMap data; Secret data decoded (stringData folded in). */
   readonly values: ReadonlyMap<string, string>
   /** What the digest covers, for the values diff (key-changes.ts); a Secret's values never leave it. */
@@ -675,7 +675,9 @@ function plannedReleases(planned: readonly PlannedWithReads[], specs: ReadonlyMa
     if (source.digest === undefined) continue
     for (const target of source.targets) {
       const origin = readOrigins.get(releaseKey(target)) ?? source.origin
-      entry(target).reads.set(source.id, { id: source.id, digest: source.digest, encrypted: source.encrypted, origin })
+      // A Secret's digest is keyed once the run holds the cluster's key: the plan records none.
+      const digest = source.kind === 'Secret' ? {} : { digest: source.digest }
+      entry(target).reads.set(source.id, { id: source.id, ...digest, encrypted: source.encrypted, origin })
     }
   }
   for (const key of specs.keys()) {

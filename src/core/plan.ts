@@ -603,7 +603,8 @@ function plannedReleases(sources: readonly PlannedSource[]): PlannedRelease[] {
     for (const target of source.targets) {
       const key = releaseKey(target)
       const entry = byRelease.get(key) ?? { ref: { namespace: target.namespace, name: target.name }, sources: new Map() }
-      entry.sources.set(source.id, { id: source.id, digest: source.digest, encrypted: source.encrypted })
+      // A Secret's digest is keyed once the run holds the cluster's key: the plan records none.
+      entry.sources.set(source.id, { id: source.id, ...(source.kind === 'Secret' ? {} : { digest: source.digest }), encrypted: source.encrypted })
       byRelease.set(key, entry)
     }
   }

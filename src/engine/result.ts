@@ -81,8 +81,8 @@ export function reasonOf(text: string): Reason {
 }
 
 export interface ReleaseResult extends ReleaseRef {
-  /** The changed sources it read, each with where the key it reads was edited (when known). */
-  readonly sources: readonly { readonly id: SourceId; readonly digest: Digest; readonly origin?: Origin }[]
+  /** The changed sources it read, each with where the key it reads was edited (when known); a Secret's digest is never in a result. */
+  readonly sources: readonly { readonly id: SourceId; readonly digest?: Digest; readonly origin?: Origin }[]
   /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */
   readonly spec?: { readonly fields: readonly string[]; readonly origin: Origin }
   readonly status: Status

@@ -42,6 +42,7 @@ const VALUE_INPUTS = new Set([
   'paths',
   'annotation-prefix',
   'default-namespace',
+  'digest-key-namespace',
   'timeout',
   'max-concurrency',
   'fail-on',
@@ -103,6 +104,7 @@ Flags (the action's inputs):
   --context NAME               kubeconfig context
   --annotation-prefix P        default nebius.ai
   --default-namespace NS       default flux-system
+  --digest-key-namespace NS    where the key of Secret digests is kept (default flux-system)
   --force --reset --dry-run    Flux force/reset tokens; server-side dry run
   --no-discover --no-wait --no-wait-for-apply --apply
   --timeout 5m --max-concurrency 10 --fail-on error|warning|never --no-semantic-digest

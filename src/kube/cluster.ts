@@ -53,6 +53,14 @@ export interface ReleaseEvent {
   readonly firstAt?: number
 }
 
+/** An Opaque Secret to create (data base64, as the API takes it). */
+export interface NewSecret {
+  readonly namespace: string
+  readonly name: string
+  readonly labels: Readonly<Record<string, string>>
+  readonly data: Readonly<Record<string, string>>
+}
+
 export interface WriteOptions {
   /** Server-side dry run: validated and admitted, never persisted. */
   readonly dryRun: boolean
@@ -71,6 +79,8 @@ export interface ClusterClient {
   listSources(kind: SourceKind, namespace: string | undefined, labelSelector: string): Promise<SourceObject[]>
   /** Server-side apply of a manifest (field manager helmrelease-trigger). */
   applyObject(object: KubernetesObject, options: WriteOptions): Promise<void>
+  /** Creates an Opaque Secret; ConflictError when one of that name exists (409 AlreadyExists). */
+  createSecret(secret: NewSecret): Promise<void>
   /** status.lastAppliedRevision of a Flux Kustomization; undefined when it does not exist. */
   getKustomizationRevision(namespace: string, name: string): Promise<string | undefined>
   recordEvent(event: ReleaseEvent, options: WriteOptions): Promise<void>
@@ -216,6 +226,12 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       }
       // Never forced: fields another manager owns (kustomize-controller, a person) stay theirs (409).
       await call(request, () => objects.patch(object, undefined, o2.dryRun ? 'All' : undefined, FIELD_MANAGER, false, PatchStrategy.ServerSideApply))
+    },
+
+    async createSecret(secret) {
+      const request: Request = { verb: 'create', resource: 'secrets', group: '', namespace: secret.namespace, name: secret.name }
+      const body = { metadata: { name: secret.name, namespace: secret.namespace, labels: { ...secret.labels } }, type: 'Opaque', data: { ...secret.data } }
+      await call(request, (o) => core.createNamespacedSecret({ namespace: secret.namespace, body }, o))
     },
 
     async getKustomizationRevision(namespace, name) {

@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto'
 import type { ObjectSession, GitReader, TreeBlob } from '../../src/git/reader.ts'
-import type { ClusterClient, LiveSource, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
+import type { ClusterClient, LiveSource, NewSecret, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
@@ -202,6 +202,16 @@ export class FakeCluster implements ClusterClient {
 
   async applyObject(object: unknown): Promise<void> {
     this.applied.push(object)
+  }
+
+  /** Secrets created (the digest key): 409 AlreadyExists as the apiserver answers when the name is taken. */
+  readonly created: NewSecret[] = []
+
+  async createSecret(secret: NewSecret): Promise<void> {
+    const id = `Secret/${secret.namespace}/${secret.name}`
+    if (this.sources.has(id)) throw new ConflictError(`create secrets ${secret.name} in namespace ${secret.namespace}: already exists (409 Conflict)`)
+    this.created.push(secret)
+    this.setSource({ kind: 'Secret', namespace: secret.namespace, name: secret.name }, { ...secret.data }, { ...secret.labels })
   }
 
   async getKustomizationRevision(): Promise<string | undefined> {

@@ -51,7 +51,11 @@ export function without(rules: readonly V1PolicyRule[], group: string, resource:
 export async function grantsInEffect(admin: KubeConfig, namespace: string, serviceAccount: string, rules: readonly V1PolicyRule[]): Promise<void> {
   const authz = admin.makeApiClient(AuthorizationV1Api)
   const checks = rules.flatMap((r) =>
-    (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))),
+    (r.apiGroups ?? []).flatMap((group) =>
+      (r.resources ?? []).flatMap((resource) =>
+        r.verbs.map((verb) => ({ group, resource, verb, ...(r.resourceNames?.[0] === undefined ? {} : { name: r.resourceNames[0] }) })),
+      ),
+    ),
   )
   await waitFor(
     async () => {
@@ -61,7 +65,7 @@ export async function grantsInEffect(admin: KubeConfig, namespace: string, servi
             spec: {
               user: `system:serviceaccount:${namespace}:${serviceAccount}`,
               groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb },
+              resourceAttributes: { namespace, group: c.group, resource: c.resource, verb: c.verb, ...('name' in c ? { name: c.name } : {}) },
             },
           },
         })

@@ -2,12 +2,12 @@
 // pull-request comment. `awkwardReport` carries what users' names and helm-controller's
 // messages really contain: pipes, backticks, `<`, CRLF and 300-character messages.
 
-import type { Digest, PlannedSource, SourceId } from '../../src/core/model.ts'
+import type { PlainDigest, PlannedSource, SourceId } from '../../src/core/model.ts'
 import { controllerReason, Reason, Status, type ReleaseResult, type TriggerReport } from '../../src/engine/result.ts'
 
 export const BASE_SHA = '1111111111111111111111111111111111111111'
 export const HEAD_SHA = '2222222222222222222222222222222222222222'
-export const digest = (c: string): Digest => `sha256:${c.repeat(64)}`
+export const digest = (c: string): PlainDigest => `sha256:${c.repeat(64)}`
 
 export function plannedSource(id: SourceId, file: string, line: number, targets: readonly string[], extra: Partial<PlannedSource> = {}): PlannedSource {
   const [kind = 'ConfigMap', namespace = '', name = ''] = id.split('/')

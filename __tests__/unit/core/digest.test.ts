@@ -1,11 +1,20 @@
 // The content digest: one function for the manifest in git and the live object from the API.
 
-import { createHash } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { contentOfConfigMap, contentOfSecret, digestOf } from '../../../src/core/digest.ts'
-import type { DigestContent } from '../../../src/core/digest.ts'
+import {
+  contentOfConfigMap,
+  contentOfSecret,
+  digestOf,
+  keyedDigest,
+  keyedReads,
+  recordedDigestOf,
+  recordedMatches,
+  shownDigest,
+} from '../../../src/core/digest.ts'
+import type { DigestContent, DigestKey } from '../../../src/core/digest.ts'
 
 const semantic = { semantic: true }
 const verbatim = { semantic: false }
@@ -257,5 +266,60 @@ describe('properties', () => {
         expect(digestOf(git, options)).toBe(digestOf(contentOfSecret({ data: encoded }), options))
       }),
     )
+  })
+})
+
+describe('keyed Secret digests', () => {
+  const key = (fill: number): DigestKey => ({ bytes: new Uint8Array(32).fill(fill) })
+  const plain = digestOf(contentOfSecret({ stringData: { pin: '483920' } }), { semantic: true })
+
+  it('is HMAC-SHA-256 of the unkeyed digest, marked hmac-sha256: apart from a plain sha256:', () => {
+    const keyed = keyedDigest(plain, key(1))
+    expect(keyed).toMatch(/^hmac-sha256:[0-9a-f]{64}$/)
+    expect(keyed).toBe(`hmac-sha256:${createHmac('sha256', key(1).bytes).update(plain).digest('hex')}`)
+    expect(keyed.slice('hmac-sha256:'.length)).not.toBe(plain.slice('sha256:'.length))
+  })
+
+  it('is equal for equal content under one key, different under another key', () => {
+    const again = digestOf(contentOfSecret({ data: { pin: Buffer.from('483920').toString('base64') } }), { semantic: true })
+    expect(keyedDigest(again, key(1))).toBe(keyedDigest(plain, key(1)))
+    expect(keyedDigest(plain, key(2))).not.toBe(keyedDigest(plain, key(1)))
+  })
+
+  it('keys only Secrets for config-digest: a ConfigMap keeps its public sha256', () => {
+    const live = (kind: 'ConfigMap' | 'Secret') => ({ kind, data: { a: kind === 'Secret' ? 'MQ==' : '1' }, binaryData: {}, labels: {} })
+    expect(recordedDigestOf(live('ConfigMap'), true, key(1))).toBe(digestOf(contentOfConfigMap({ data: { a: '1' } }), { semantic: true }))
+    expect(recordedDigestOf(live('Secret'), true, key(1))).toMatch(/^hmac-sha256:/)
+  })
+
+  it('takes a legacy unkeyed digest of the same content as recorded (migration), nothing else', () => {
+    const read = { digest: keyedDigest(plain, key(1)), legacyDigest: plain }
+    expect(recordedMatches(read.digest, read)).toBe(true)
+    expect(recordedMatches(plain, read)).toBe(true)
+    expect(recordedMatches(digestOf(contentOfSecret({ stringData: { pin: '000000' } }), { semantic: true }), read)).toBe(false)
+    expect(recordedMatches(keyedDigest(plain, key(2)), read)).toBe(false)
+    expect(recordedMatches(undefined, read)).toBe(false)
+    expect(recordedMatches(plain, { digest: keyedDigest(plain, key(1)) })).toBe(false)
+  })
+
+  it('keys the Secret reads of a release and leaves ConfigMap reads alone', () => {
+    const cm = { id: 'ConfigMap/apps/a', digest: digestOf(contentOfConfigMap({ data: { a: '1' } }), { semantic: true }), encrypted: false } as const
+    const reads = keyedReads(
+      [cm, { id: 'Secret/apps/s', encrypted: false }, { id: 'Secret/apps/gone', encrypted: false }],
+      (id) => (id === 'Secret/apps/s' ? { current: plain, legacy: plain } : {}),
+      key(1),
+    )
+    expect(reads).toEqual([
+      cm,
+      { id: 'Secret/apps/s', digest: keyedDigest(plain, key(1)), legacyDigest: plain, encrypted: false },
+      { id: 'Secret/apps/gone', encrypted: false },
+    ])
+  })
+
+  it("never shows a Secret's digest, keyed or not; a ConfigMap's first 12 hex characters", () => {
+    expect(shownDigest('Secret/apps/s', plain)).toBeUndefined()
+    expect(shownDigest('Secret/apps/s', keyedDigest(plain, key(1)))).toBeUndefined()
+    expect(shownDigest('ConfigMap/apps/a', keyedDigest(plain, key(1)))).toBeUndefined()
+    expect(shownDigest('ConfigMap/apps/a', plain)).toBe(plain.slice(7, 19))
   })
 })

@@ -352,6 +352,9 @@ class ScriptedCluster implements ClusterClient {
   getKustomizationRevision(): never {
     throw new Error('not used by the outcome waiter')
   }
+  createSecret(): never {
+    throw new Error('not used by the outcome waiter')
+  }
   recordEvent(): never {
     throw new Error('not used by the outcome waiter')
   }

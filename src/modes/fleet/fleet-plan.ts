@@ -3,7 +3,7 @@
 // planning again. Pure: no git, no cluster, no file system.
 
 import { ConfigurationError } from '../../lib/errors.ts'
-import type { Digest, FileProblem, KeyChange, Origin, Plan, PlannedRelease, PlannedSource, PlannedTarget, SourceId } from '../../core/model.ts'
+import type { FileProblem, PlainDigest, KeyChange, Origin, Plan, PlannedRelease, PlannedSource, PlannedTarget, SourceId } from '../../core/model.ts'
 import type { PlanOptions } from '../../core/plan.ts'
 import type { Range } from '../../git/range.ts'
 import type { ClusterTarget } from './clusters.ts'
@@ -74,11 +74,33 @@ export function writePlanFile(plan: FleetPlan): string {
       range: { base: range.base ?? null, head: range.head, fullSync: range.fullSync, notes: range.notes },
       options,
       waves: plan.waves,
-      clusters: plan.clusters,
+      clusters: plan.clusters.map(withoutSecretDigests),
     },
     null,
     1,
   )}\n`
+}
+
+/**
+ * A plan file is an artifact many can read: a Secret's digest is never in it (an unkeyed one
+ * lets a reader test guesses of its value). The cluster's part waits for such a Secret like an
+ * encrypted one and records its keyed digest from the live object.
+ */
+function withoutSecretDigests(cluster: ClusterPlan): ClusterPlan {
+  const sources = cluster.plan.sources.map((s) => {
+    if (s.kind !== 'Secret') return s
+    const { digest: _digest, previousDigest: _previous, ...rest } = s
+    return rest
+  })
+  const releases = cluster.plan.releases.map((r) => ({
+    ...r,
+    sources: r.sources.map((read) => {
+      if (!read.id.startsWith('Secret/')) return read
+      const { digest: _digest, legacyDigest: _legacy, ...rest } = read
+      return rest
+    }),
+  }))
+  return { ...cluster, plan: { ...cluster.plan, sources, releases } }
 }
 
 /** Reads a plan file back; anything malformed is one sentence naming the file and the field. */
@@ -210,7 +232,8 @@ function readRelease(value: unknown, r: Reader): PlannedRelease {
         const source = sr.record(s)
         return {
           id: sr.in('id').sourceId(source['id']),
-          digest: sr.in('digest').digest(source['digest']),
+          // A Secret's digest is never in the file (keyed once the cluster's part holds the key).
+          ...(source['digest'] === undefined ? {} : { digest: sr.in('digest').digest(source['digest']) }),
           encrypted: sr.in('encrypted').bool(source['encrypted']),
         }
       }),
@@ -281,7 +304,7 @@ class Reader {
     return value
   }
 
-  digest(value: unknown): Digest {
+  digest(value: unknown): PlainDigest {
     if (typeof value !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(value)) throw this.bad('a digest sha256:<64 hex>')
     return `sha256:${value.slice(7)}`
   }

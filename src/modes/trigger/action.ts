@@ -7,7 +7,7 @@ import type { HelmRelease } from '../../core/helmrelease.ts'
 import { isStalled, recordedDigests } from '../../core/helmrelease.ts'
 import type { ReleasePatch } from '../../kube/cluster.ts'
 import { FLUX_EVENT_KEYS, type Keys } from '../../core/keys.ts'
-import { short } from '../../core/digest.ts'
+import { recordedMatches, shownDigest } from '../../core/digest.ts'
 import type { ReleaseAction } from '../../engine/write-release.ts'
 import { Reason } from '../../engine/result.ts'
 import type { Digest, PlannedRelease, SourceId } from '../../core/model.ts'
@@ -45,7 +45,7 @@ export function decide(input: DecisionInput): Decision {
     return { action: 'skip', reason: SkipReason.Suspended, message: 'spec.suspend is true; helm-controller would ignore the request' }
   }
   const recorded = recordedDigests(live.annotations[input.digestKey])
-  const stale = planned.sources.filter((s) => recorded.get(s.id) !== s.digest)
+  const stale = planned.sources.filter((s) => !recordedMatches(recorded.get(s.id), s))
   if (stale.length === 0 && !input.force) {
     return { action: 'skip', reason: SkipReason.UpToDate, message: 'already triggered for these digests' }
   }
@@ -62,11 +62,13 @@ export function decide(input: DecisionInput): Decision {
  * each checked source (undefined: deleted since); sources not in it were not checked.
  */
 export function supersededBy(planned: PlannedRelease, live: ReadonlyMap<SourceId, Digest | undefined>): Extract<Decision, { action: 'skip' }> | undefined {
-  const moved = planned.sources.filter((s) => live.has(s.id) && live.get(s.id) !== s.digest)
+  const moved = planned.sources.filter((s) => s.digest !== undefined && live.has(s.id) && live.get(s.id) !== s.digest)
   if (moved.length === 0) return undefined
   const seen = moved.map((s) => {
     const now = live.get(s.id)
-    return `${s.id} ${now === undefined ? 'no longer exists' : `is now ${short(now)}`} (this run: ${short(s.digest)})`
+    const [shownNow, shownOurs] = [shownDigest(s.id, now), shownDigest(s.id, s.digest)]
+    if (now === undefined) return `${s.id} no longer exists`
+    return shownNow === undefined ? `${s.id} changed since` : `${s.id} is now ${shownNow} (this run: ${shownOurs ?? '?'})`
   })
   return {
     action: 'skip',
@@ -96,7 +98,8 @@ export function buildPatch(
   attribution?: FluxAttribution,
 ): ReleasePatch {
   const digests = new Map<string, string>(recordedDigests(live.annotations[keys.configDigest]))
-  for (const s of planned.sources) digests.set(s.id, s.digest)
+  // A Secret's unkeyed digest recorded before keying is replaced by its keyed one here.
+  for (const s of planned.sources) if (s.digest !== undefined) digests.set(s.id, s.digest)
   const annotations: Record<string, string | null> = {
     [keys.requestedAt]: token,
     [keys.configDigest]: compactDigestJson(digests),
@@ -158,9 +161,14 @@ export function triggerAction(planned: PlannedRelease, options: TriggerOptions, 
   }
 }
 
-/** The ConfigChanged Event's message: who asked, why, each source's digest and the line edited, and a spec changed alongside. */
+/**
+ * The ConfigChanged Event's message: who asked, why, each source's digest (a Secret's never: Events
+ * are readable with namespace `view`) and the line edited, and a spec changed alongside.
+ */
 export function triggerEventMessage(planned: PlannedRelease, write: TriggerWrite, options: Pick<TriggerOptions, 'requestedBy' | 'runUrl'>): string {
-  const sources = planned.sources.map((s) => `${s.id} ${short(s.digest)}${s.origin === undefined ? '' : ` at ${s.origin.file}:${s.origin.line}`}`).join(', ')
+  const sources = planned.sources
+    .map((s) => `${s.id} ${shownDigest(s.id, s.digest) ?? '(changed)'}${s.origin === undefined ? '' : ` at ${s.origin.file}:${s.origin.line}`}`)
+    .join(', ')
   const spec =
     planned.spec === undefined
       ? ''

@@ -7,7 +7,8 @@ import { appliedObjectOf, appliedSource, type AppliedSource } from '../../core/a
 import { tokenSequence } from '../../engine/tokens.ts'
 import { SkipReason, type TriggerOptions } from './action.ts'
 import { sourceRefOf, triggerRelease, type TriggerScope } from './release.ts'
-import { liveDigest, short } from '../../core/digest.ts'
+import { isSecretId, keyedReads, liveDigest, recordedDigestOf, shownDigest, type DigestKey, type SecretDigests } from '../../core/digest.ts'
+import { DIGEST_KEY_SECRET, loadDigestKey } from '../../kube/digest-key.ts'
 import { eventRecorder, type Clock, type EventSink, type Logger } from '../../engine/ports.ts'
 import type { OutcomeWaiter, Triggered } from '../../engine/outcome.ts'
 import { ConfigurationError, messageOf } from '../../lib/errors.ts'
@@ -160,14 +161,18 @@ export async function executePlan(
   const start = deps.clock.now()
   const deadline = start + settings.timeoutMs
 
+  // Secret digests are recorded keyed with the cluster's key, read (or created) only when a release reads a Secret;
+  // read before anything is written, so a missing key fails the run with the cluster untouched.
+  const digestKey = await digestKeyFor(cluster, plan, settings, deps.log)
   const baseline = await baselineOf(cluster, plan, settings)
   const sources = await applySources(cluster, plan, manifestsOf(prepared, settings), range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
+  if (digestKey !== undefined) plan = await keySecretReads(cluster, plan, digestKey, settings)
   // Releases whose spec alone changed are not patched: helm-controller acts on their new generation.
   const toPatch = plan.releases.filter((r) => r.sources.length > 0)
   const ready = toPatch.filter((r) => r.spec === undefined && !r.sources.some((s) => unapplied.has(s.id)))
   const observed = await observeReleases(cluster, ready, settings.maxConcurrency)
-  const observedDigests = observed.size > 0 && (settings.waitForApply || settings.apply) ? await sourceDigests(cluster, ready, settings) : undefined
+  const observedDigests = observed.size > 0 && (settings.waitForApply || settings.apply) ? await sourceDigests(cluster, ready, settings, digestKey) : undefined
   // Events are a record, not the trigger: queued, and written once every patch is sent, while helm-controller works.
   const events: ReleaseEvent[] = []
   const scope: TriggerScope = {
@@ -182,6 +187,7 @@ export async function executePlan(
       events: { record: async (event) => void events.push(event) },
     },
     semanticDigest: settings.semanticDigest,
+    ...(digestKey === undefined ? {} : { digestKey }),
     timeoutMs: settings.timeoutMs,
     unapplied,
     baseline,
@@ -208,8 +214,55 @@ export async function executePlan(
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
-  const results = withSpecs([...settled, ...waited], plan).sort(byReleaseKey)
+  const results = withSpecs([...settled, ...waited], plan)
+    .map(withoutSecretDigests)
+    .sort(byReleaseKey)
   return { ...base, plan, planOnly: undefined, sources, results }
+}
+
+/** A result names its Secrets, never their digests (results reach outputs, summaries and result files). */
+function withoutSecretDigests(result: ReleaseResult): ReleaseResult {
+  if (!result.sources.some((s) => isSecretId(s.id))) return result
+  return { ...result, sources: result.sources.map((s) => (isSecretId(s.id) ? { id: s.id, ...(s.origin === undefined ? {} : { origin: s.origin }) } : s)) }
+}
+
+/** The key of Secret digests when a release of the plan reads a Secret (kube/digest-key.ts); undefined otherwise. */
+async function digestKeyFor(cluster: ClusterClient, plan: Plan, settings: TriggerRunOptions, log: Logger): Promise<DigestKey | undefined> {
+  if (!plan.releases.some((r) => r.sources.some((s) => isSecretId(s.id)))) return undefined
+  const namespace = settings.digestKeyNamespace
+  const loaded = await loadDigestKey(cluster, { namespace, create: !settings.dryRun })
+  if (loaded.created) log.info(`created the digest key Secret ${namespace}/${DIGEST_KEY_SECRET}: Secret digests are recorded keyed with it`)
+  if (loaded.ephemeral)
+    log.info(
+      `dry run: no digest key Secret ${namespace}/${DIGEST_KEY_SECRET} yet (create it once: deploy/rbac/digest-key-role.yaml gives the command); Secret digests compared with a key of this run only`,
+    )
+  return loaded.key
+}
+
+/**
+ * The plan with each Secret read's digest keyed. A Secret's content is the plan's where the plan
+ * has it in plain text; an encrypted one (the repository holds ciphertext) and one a plan file
+ * carries no digest for are keyed from the live object, which wait-for-apply saw arrive.
+ */
+async function keySecretReads(cluster: ClusterClient, plan: Plan, key: DigestKey, settings: TriggerRunOptions): Promise<Plan> {
+  const planned = new Map(plan.sources.map((s) => [s.id, s]))
+  const ids = [...new Set(plan.releases.flatMap((r) => r.sources.filter((s) => isSecretId(s.id)).map((s) => s.id)))]
+  const fromLive = ids.filter((id) => {
+    const source = planned.get(id)
+    return source === undefined || source.encrypted || source.digest === undefined
+  })
+  const live = new Map(
+    await mapLimit(fromLive, settings.maxConcurrency, async (id) => {
+      const object = await cluster.getSource(sourceRefOf(id))
+      return [id, object === undefined ? undefined : liveDigest(object, settings.semanticDigest)] as const
+    }),
+  )
+  const digestsOf = (id: SourceId): SecretDigests => {
+    const fromPlan = planned.get(id)?.digest
+    if (!live.has(id)) return { current: fromPlan, legacy: fromPlan }
+    return { current: live.get(id), legacy: fromPlan ?? live.get(id) }
+  }
+  return { ...plan, releases: plan.releases.map((r) => ({ ...r, sources: keyedReads(r.sources, digestsOf, key) })) }
 }
 
 /** Each result of a release whose spec changed says which fields, and where. */
@@ -368,12 +421,14 @@ async function sourceDigests(
   cluster: ClusterClient,
   releases: readonly PlannedRelease[],
   settings: TriggerRunOptions,
+  key: DigestKey | undefined,
 ): Promise<Map<SourceId, Digest | undefined> | undefined> {
   const ids = [...new Set(releases.flatMap((r) => r.sources.filter((s) => !s.encrypted).map((s) => s.id)))]
   try {
     const read = await mapLimit(ids, settings.maxConcurrency, async (id) => {
       const live = await cluster.getSource(sourceRefOf(id))
-      return [id, live === undefined ? undefined : liveDigest(live, settings.semanticDigest)] as const
+      if (live === undefined) return [id, undefined] as const
+      return [id, key === undefined ? liveDigest(live, settings.semanticDigest) : recordedDigestOf(live, settings.semanticDigest, key)] as const
     })
     return new Map(read)
   } catch {
@@ -487,7 +542,8 @@ async function arrived(
   head: string,
   settings: TriggerRunOptions,
 ): Promise<{ arrived: boolean; seen: string }> {
-  if (source.encrypted) {
+  // Encrypted (ciphertext in git), or a Secret a plan file carries no digest for: the owning Kustomization's revision tells.
+  if (source.encrypted || source.digest === undefined) {
     const name = live.labels['kustomize.toolkit.fluxcd.io/name']
     const namespace = live.labels['kustomize.toolkit.fluxcd.io/namespace']
     if (name === undefined || namespace === undefined) {
@@ -497,7 +553,14 @@ async function arrived(
     return { arrived: revision.includes(head), seen: `Kustomization ${namespace}/${name} at ${revision || 'no revision'}` }
   }
   const digest = liveDigest(live, settings.semanticDigest)
-  return { arrived: digest === source.digest, seen: `digest ${short(digest)}, planned ${short(source.digest ?? '')}` }
+  const arrivedNow = digest === source.digest
+  // A Secret's digest, even a prefix, is never shown: it would let a reader of the log test guesses.
+  const seen = isSecretId(source.id)
+    ? arrivedNow
+      ? 'content as planned'
+      : 'content not yet as planned'
+    : `digest ${shownDigest(source.id, digest) ?? ''}, planned ${shownDigest(source.id, source.digest) ?? ''}`
+  return { arrived: arrivedNow, seen }
 }
 
 /**

@@ -2,7 +2,7 @@
 // read (a source that never reached the cluster, the run's deadline), then writeRelease, then
 // the release's result. Trigger mode and watch mode both call it.
 
-import { liveDigest } from '../../core/digest.ts'
+import { liveDigest, recordedDigestOf, type DigestKey } from '../../core/digest.ts'
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import { releaseKey, type Digest, type PlannedRelease, type SourceId, type SourceRef } from '../../core/model.ts'
 import type { Triggered } from '../../engine/outcome.ts'
@@ -17,6 +17,8 @@ export interface TriggerScope {
   readonly options: TriggerOptions
   readonly write: Omit<WriteContext, 'observed'>
   readonly semanticDigest: boolean
+  /** The key of Secret digests; present when a release reads a Secret. */
+  readonly digestKey?: DigestKey
   /** The run's timeout, named when the deadline passes. */
   readonly timeoutMs: number
   /** Sources that never reached the cluster, with why. */
@@ -67,7 +69,7 @@ export async function triggerRelease(planned: PlannedRelease, scope: TriggerScop
   const key = releaseKey(planned)
   const listed = scope.observed?.has(key) === true
   const digests: SourceDigests = async (fromList) =>
-    fromList && scope.observedDigests !== undefined ? scope.observedDigests : liveDigests(write.cluster, planned, scope.semanticDigest)
+    fromList && scope.observedDigests !== undefined ? scope.observedDigests : liveDigests(write.cluster, planned, scope.semanticDigest, scope.digestKey)
   const outcome = await writeRelease(planned, triggerAction(planned, scope.options, digests), {
     ...write,
     ...(listed ? { observed: { live: scope.observed?.get(key) } } : {}),
@@ -86,12 +88,18 @@ export async function triggerRelease(planned: PlannedRelease, scope: TriggerScop
 }
 
 /** Each plain source's live digest (undefined: gone). Encrypted ones are tracked by revision, not digest. */
-async function liveDigests(cluster: ClusterClient, planned: PlannedRelease, semantic: boolean): Promise<Map<SourceId, Digest | undefined>> {
+async function liveDigests(
+  cluster: ClusterClient,
+  planned: PlannedRelease,
+  semantic: boolean,
+  key: DigestKey | undefined,
+): Promise<Map<SourceId, Digest | undefined>> {
   const plain = planned.sources.filter((s) => !s.encrypted)
   const read = await Promise.all(
     plain.map(async (s) => {
       const live = await cluster.getSource(sourceRefOf(s.id))
-      return [s.id, live === undefined ? undefined : liveDigest(live, semantic)] as const
+      if (live === undefined) return [s.id, undefined] as const
+      return [s.id, key === undefined ? liveDigest(live, semantic) : recordedDigestOf(live, semantic, key)] as const
     }),
   )
   return new Map(read)

@@ -8,8 +8,9 @@ import { releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
 import { FAILED, Status, type Reason, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
-import { short } from '../../core/digest.ts'
+import { shownDigest } from '../../core/digest.ts'
 import type { Annotation, ModeResult } from '../mode.ts'
+import type { Digest, SourceId } from '../../core/model.ts'
 
 export const ICON: Readonly<Record<Status, string>> = {
   Triggered: '🚀',
@@ -69,8 +70,9 @@ function planJson(report: TriggerReport, range: Range): unknown {
     sources: report.plan.sources.map((s) => ({
       id: s.id,
       change: s.change,
-      digest: s.digest ?? null,
-      previousDigest: s.previousDigest ?? null,
+      // A Secret's digest is never published, not even keyed: anyone reading outputs could test guesses of an unkeyed one.
+      digest: s.kind === 'Secret' ? null : (s.digest ?? null),
+      previousDigest: s.kind === 'Secret' ? null : (s.previousDigest ?? null),
       encrypted: s.encrypted,
       file: s.origin.file,
       line: s.origin.line,
@@ -82,7 +84,11 @@ function planJson(report: TriggerReport, range: Range): unknown {
     releases: report.plan.releases.map((r) => ({
       namespace: r.namespace,
       name: r.name,
-      sources: r.sources.map((s) => ({ id: s.id, digest: s.digest, ...(s.origin === undefined ? {} : { file: s.origin.file, line: s.origin.line }) })),
+      sources: r.sources.map((s) => ({
+        id: s.id,
+        digest: shownFull(s.id, s.digest),
+        ...(s.origin === undefined ? {} : { file: s.origin.file, line: s.origin.line }),
+      })),
       ...(r.spec === undefined ? {} : { spec: { change: r.spec.change, fields: r.spec.fields, file: r.spec.origin.file, line: r.spec.origin.line } }),
     })),
     problems: report.problems,
@@ -150,7 +156,7 @@ function planTable(sources: readonly PlannedSource[]): string[] {
     '| --- | --- | --- | --- | --- |',
     ...sources.map(
       (s) =>
-        `| ${code(s.id)} | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${s.digest === undefined ? '—' : `\`${short(s.digest)}\``} | ${code(`${s.origin.file}:${s.origin.line}`)} | ${s.targets.map((t) => code(releaseKey(t))).join(', ') || '—'} |`,
+        `| ${code(s.id)} | ${s.change}${s.encrypted ? ' (encrypted)' : ''} | ${digestCell(s.id, s.digest)} | ${code(`${s.origin.file}:${s.origin.line}`)} | ${s.targets.map((t) => code(releaseKey(t))).join(', ') || '—'} |`,
     ),
   ]
 }
@@ -183,6 +189,18 @@ function specTable(releases: readonly PlannedRelease[]): string[] {
   ]
 }
 
+/** A digest cell: a ConfigMap's first 12 hex characters; for a Secret only that it changed. */
+function digestCell(id: SourceId, digest: Digest | undefined): string {
+  const shown = shownDigest(id, digest)
+  if (shown !== undefined) return `\`${shown}\``
+  return id.startsWith('Secret/') ? '(changed)' : '—'
+}
+
+/** A ConfigMap's digest in full for the JSON plan; a Secret's never (null). */
+function shownFull(id: SourceId, digest: Digest | undefined): Digest | null {
+  return digest === undefined || shownDigest(id, digest) === undefined ? null : digest
+}
+
 /** `file:line` */
 export function at(origin: Origin): string {
   return `${origin.file}:${origin.line}`
@@ -201,7 +219,7 @@ export function resultTable(report: TriggerReport): string[] {
   const rows = report.results.flatMap((r) =>
     (r.sources.length > 0 ? r.sources : [undefined]).map(
       (s) =>
-        `| ${sourceCell(r, s)} | ${code(releaseKey(r))} | ${s === undefined ? '—' : `\`${short(s.digest)}\``} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
+        `| ${sourceCell(r, s)} | ${code(releaseKey(r))} | ${s === undefined ? '—' : digestCell(s.id, s.digest)} | ${ICON[r.status]} ${r.status}${r.reason && r.reason !== r.status ? ` (${cell(r.reason)})` : ''} | ${revision(r)} | ${formatDuration(r.durationMs)} | ${cell(r.message)} |`,
     ),
   )
   return ['### Releases', '', '| Source | Release | Digest | Result | Revision | Duration | Details |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows]
@@ -222,7 +240,7 @@ export function textReport(report: TriggerReport): string {
   const sourceRows = report.plan.sources.map((s) => [
     s.id,
     s.change,
-    s.digest === undefined ? '-' : short(s.digest),
+    s.digest === undefined ? '-' : (shownDigest(s.id, s.digest) ?? '(changed)'),
     at(s.origin),
     s.targets.map(releaseKey).join(',') || '-',
   ])

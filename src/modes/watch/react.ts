@@ -5,7 +5,7 @@
 import { releaseKey, type ReleaseRef, type SourceRef } from '../../core/model.ts'
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import type { Keys } from '../../core/keys.ts'
-import { short } from '../../core/digest.ts'
+import { shownDigest } from '../../core/digest.ts'
 import type { Decision } from '../trigger/action.ts'
 import { SkipReason } from '../trigger/action.ts'
 import type { Fields, Level } from './log.ts'
@@ -38,7 +38,8 @@ export function sourceChanged(
   return [
     log('info', before === undefined ? 'source added' : 'source changed', {
       source: source.id,
-      digest: short(source.digest),
+      // A Secret's digest is never logged (watch logs may be public): only that it changed.
+      digest: shownDigest(source.id, source.digest),
       targets: targets.map(releaseKey).join(','),
     }),
     { kind: 'enqueue', releases: targets, at, immediate: false },

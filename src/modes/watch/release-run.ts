@@ -4,7 +4,7 @@
 
 import { releaseKey, type ReleaseRef } from '../../core/model.ts'
 import type { Keys } from '../../core/keys.ts'
-import { short } from '../../core/digest.ts'
+import { shownDigest, type DigestKey } from '../../core/digest.ts'
 import { Status, type ReleaseResult } from '../../engine/result.ts'
 import type { Clock } from '../../engine/ports.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
@@ -69,6 +69,8 @@ export interface ReleaseRunOptions {
   readonly log: EventLog
   readonly metrics: Pick<WatchMetrics, 'triggers' | 'latency'>
   readonly isLeading: () => boolean
+  /** The key of Secret digests (kube/digest-key.ts). */
+  readonly digestKey: DigestKey
   /** A triggered release's Events, written after the patch (so the latency measures the patch alone). */
   readonly onEvents: (events: readonly ReleaseEvent[]) => void
 }
@@ -107,6 +109,7 @@ export function createReleaseRun(o: ReleaseRunOptions): ReleaseRun {
         events: { record: async (event) => void events.push(event) },
       },
       semanticDigest: settings.semanticDigest,
+      digestKey: o.digestKey,
       timeoutMs: settings.timeoutMs,
       unapplied: new Map(),
       baseline: new Map(),
@@ -122,7 +125,7 @@ export function createReleaseRun(o: ReleaseRunOptions): ReleaseRun {
     log.event('info', 'release triggered', {
       release: key,
       token,
-      sources: planned.sources.map((s) => `${s.id}@${short(s.digest)}`).join(','),
+      sources: planned.sources.map((s) => `${s.id}@${shownDigest(s.id, s.digest) ?? 'changed'}`).join(','),
       latencyMs,
       dryRun: settings.dryRun || undefined,
     })

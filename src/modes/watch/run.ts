@@ -8,6 +8,7 @@
 // deletions made meanwhile are found by gone.ts.
 
 import { keysFor } from '../../core/keys.ts'
+import { DIGEST_KEY_SECRET, loadDigestKey } from '../../kube/digest-key.ts'
 import { systemClock, type Clock } from '../../engine/ports.ts'
 import type { WatchConnection } from '../../kube/connect.ts'
 import { mapLimit } from '../../lib/concurrency.ts'
@@ -55,10 +56,14 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   const { log } = deps
   const startedAt = clock.now()
   const keys = keysFor(settings.annotationPrefix)
-  const viewOptions = { keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover }
-  const view = new WatchView(viewOptions)
   const connection = await deps.connect()
   const cluster = connection.cluster
+  // Secret digests are keyed: the key is read (or created, race-safe) once, before the first digest.
+  const loadedKey = await loadDigestKey(cluster, { namespace: settings.digestKeyNamespace, create: !settings.dryRun })
+  if (loadedKey.created) log.event('info', 'digest key created', { secret: `${settings.digestKeyNamespace}/${DIGEST_KEY_SECRET}` })
+  const digestKey = loadedKey.key
+  const viewOptions = { keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover, digestKey }
+  const view = new WatchView(viewOptions)
   const stop = new AbortController()
   let stoppedBy = 'signal'
   const onSignal = (): void => stop.abort()
@@ -82,7 +87,18 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   )
   const events = createWatchEvents({ cluster, log, metrics, maxConcurrency: settings.maxConcurrency, dryRun: settings.dryRun, now: () => clock.now() })
   const eventTicks = setInterval(() => events.tick(), 1_000).unref()
-  const runRelease = createReleaseRun({ settings, keys, view, cluster, clock, log, metrics, isLeading: leading, onEvents: (e) => e.forEach(events.add) })
+  const runRelease = createReleaseRun({
+    settings,
+    keys,
+    view,
+    cluster,
+    clock,
+    log,
+    metrics,
+    isLeading: leading,
+    digestKey,
+    onEvents: (e) => e.forEach(events.add),
+  })
   const queue = new DebounceQueue<string>({
     debounceMs: settings.debounceMs,
     maxDelayMs: Math.max(settings.debounceMs * MAX_DEBOUNCE_FACTOR, 1_000),

@@ -5,12 +5,23 @@
 // with `discover` every release whose valuesFrom names the source).
 
 import { decide, SkipReason, type Decision } from '../trigger/action.ts'
-import { contentOfConfigMap, digestOf } from '../../core/digest.ts'
+import { contentOfConfigMap, digestOf, keyedDigest, type DigestKey } from '../../core/digest.ts'
 import type { Keys } from '../../core/keys.ts'
 import type { HelmRelease } from '../../core/helmrelease.ts'
 import { toHelmRelease } from '../../core/helmrelease.ts'
 import { parseManifestFile } from '../../core/manifest.ts'
-import { releaseKey, sourceId, type Digest, type PlannedRelease, type ReleaseRef, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
+import {
+  releaseKey,
+  sourceId,
+  type Digest,
+  type PlainDigest,
+  type PlannedRead,
+  type PlannedRelease,
+  type ReleaseRef,
+  type SourceId,
+  type SourceKind,
+  type SourceRef,
+} from '../../core/model.ts'
 import { liveDigest } from '../../core/digest.ts'
 
 /** Which label put a source in scope: ours, or Flux's reconcile.fluxcd.io/watch. */
@@ -21,7 +32,10 @@ export interface WatchedSource extends SourceRef {
   /** Reflector store key (the id). */
   readonly key: string
   readonly resourceVersion: string
+  /** As config-digest records it: a Secret's keyed (the live Secret is decrypted: its plain digest is never published). */
   readonly digest: Digest
+  /** A Secret's unkeyed digest, in memory only: config-digest written before keying may hold it. */
+  readonly legacyDigest?: PlainDigest
   readonly annotatedTargets: readonly ReleaseRef[]
   /** Annotation mistakes, said once per version. */
   readonly problems: readonly string[]
@@ -36,6 +50,8 @@ export interface ViewOptions {
   readonly defaultNamespace: string
   readonly semanticDigest: boolean
   readonly discover: boolean
+  /** The key of Secret digests (kube/digest-key.ts). */
+  readonly digestKey: DigestKey
 }
 
 /** What a source's annotations say: its targets and its mistakes. */
@@ -79,7 +95,8 @@ export function parseSource(kind: SourceKind, object: unknown, options: ViewOpti
   if (name === '' || namespace === '') return undefined
   const ref = { kind, namespace, name }
   const id = sourceId(ref)
-  const digest = liveDigest({ kind, data: strings(o['data']), binaryData: strings(o['binaryData']), labels: {} }, options.semanticDigest)
+  const plain = liveDigest({ kind, data: strings(o['data']), binaryData: strings(o['binaryData']), labels: {} }, options.semanticDigest)
+  const digest = kind === 'Secret' ? keyedDigest(plain, options.digestKey) : plain
   // The annotations read by the code that reads manifests, so both obey the same rules.
   const manifest = { apiVersion: 'v1', kind, metadata: { name, namespace, labels: strings(metadata['labels']), annotations: strings(metadata['annotations']) } }
   const manifestText = JSON.stringify(manifest)
@@ -95,7 +112,16 @@ export function parseSource(kind: SourceKind, object: unknown, options: ViewOpti
     }
   }
   const { annotatedTargets, problems } = memo === undefined ? readAnnotations() : memo.read(id, manifestText, readAnnotations)
-  return { ...ref, id, key: id, resourceVersion: text(metadata['resourceVersion']), digest, annotatedTargets, problems }
+  return {
+    ...ref,
+    id,
+    key: id,
+    resourceVersion: text(metadata['resourceVersion']),
+    digest,
+    ...(kind === 'Secret' ? { legacyDigest: plain } : {}),
+    annotatedTargets,
+    problems,
+  }
 }
 
 export function parseRelease(object: unknown): WatchedRelease | undefined {
@@ -213,14 +239,15 @@ export class WatchView {
     const key = releaseKey(ref)
     const ids = new Set(this.annotated.get(key) ?? [])
     const release = this.releaseMap.get(key)
-    const sources: { id: SourceId; digest: Digest; encrypted: boolean }[] = []
+    const sources: PlannedRead[] = []
     if (release !== undefined && this.options.discover) {
       for (const v of release.valuesFrom) ids.add(sourceId({ kind: v.kind, namespace: release.namespace, name: v.name }))
     }
     for (const id of [...ids].sort()) {
       const source = this.source(id)
-      if (source !== undefined) sources.push({ id, digest: source.digest, encrypted: false })
-      else if (this.absent.has(id) && release !== undefined && this.options.discover)
+      if (source !== undefined) {
+        sources.push({ id, digest: source.digest, ...(source.legacyDigest === undefined ? {} : { legacyDigest: source.legacyDigest }), encrypted: false })
+      } else if (this.absent.has(id) && release !== undefined && this.options.discover)
         sources.push({ id, digest: absentDigest(this.options.semanticDigest), encrypted: false })
     }
     return { namespace: ref.namespace, name: ref.name, sources }

@@ -1,7 +1,7 @@
 // Reporting consumes a TriggerReport: outputs, the fail-on verdict, the job summary, the CLI text.
 
 import { describe, expect, it } from 'vitest'
-import type { Digest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
+import type { PlainDigest, FileProblem, PlannedSource, SourceId } from '../../../../src/core/model.ts'
 import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../src/modes/trigger/report.ts'
 import { render, tableUnder } from '../../../../test/support/markdown.ts'
 import { code } from '../../../../src/lib/text.ts'
@@ -9,7 +9,7 @@ import { Status, type ReleaseResult, type SourceResult, type TriggerReport, cont
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
 const HEAD_SHA = '2222222222222222222222222222222222222222'
-const digest = (c: string): Digest => `sha256:${c.repeat(64)}`
+const digest = (c: string): PlainDigest => `sha256:${c.repeat(64)}`
 
 const CM: SourceId = 'ConfigMap/apps/app-values'
 const SECRET: SourceId = 'Secret/apps/app-secrets'
@@ -175,7 +175,8 @@ describe('outputsOf', () => {
         {
           id: SECRET,
           change: 'added',
-          digest: digest('b'),
+          // A Secret's digest is never published, even one the report was handed.
+          digest: null,
           previousDigest: null,
           encrypted: true,
           file: 'apps/app/secrets.yaml',
@@ -192,10 +193,10 @@ describe('outputsOf', () => {
           name: 'app',
           sources: [
             { id: CM, digest: digest('a') },
-            { id: SECRET, digest: digest('b') },
+            { id: SECRET, digest: null },
           ],
         },
-        { namespace: 'apps', name: 'worker', sources: [{ id: SECRET, digest: digest('b') }] },
+        { namespace: 'apps', name: 'worker', sources: [{ id: SECRET, digest: null }] },
       ],
       problems: [{ severity: 'error', file: 'apps/broken.yaml', line: 7, message: 'data.port must be a string' }],
     })
@@ -352,8 +353,8 @@ describe('summaryMarkdown', () => {
     // As rendered by a GFM renderer: the text a reader sees in each cell.
     expect(tableUnder(markdown, 'Releases')).toEqual([
       [CM, 'apps/app', 'a'.repeat(12), '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
-      [SECRET, 'apps/app', 'b'.repeat(12), '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
-      [SECRET, 'apps/worker', 'b'.repeat(12), '❌ Failed (UpgradeFailed)', '3 → 4', '1m30s', 'Helm upgrade failed | exit 1 line two <b>bold</b>'],
+      [SECRET, 'apps/app', '(changed)', '✅ Upgraded (UpgradeSucceeded)', '1 → 2', '42s', 'Helm upgrade succeeded'],
+      [SECRET, 'apps/worker', '(changed)', '❌ Failed (UpgradeFailed)', '3 → 4', '1m30s', 'Helm upgrade failed | exit 1 line two <b>bold</b>'],
       [CM, 'apps/same', 'a'.repeat(12), '➖ Unchanged', '5', '800ms', 'values unchanged'],
       [CM, 'apps/gone', 'a'.repeat(12), '⏭️ Skipped (NotFound)', '—', '0ms', 'does not exist'],
     ])
@@ -370,7 +371,7 @@ describe('summaryMarkdown', () => {
   it('lists the plan: one row per changed source with its change, digest, file and targets', () => {
     expect(tableUnder(markdown, 'Plan')).toEqual([
       [CM, 'modified', 'a'.repeat(12), 'apps/app/values.yaml:1', 'apps/app'],
-      [SECRET, 'added (encrypted)', 'b'.repeat(12), 'apps/app/secrets.yaml:4', 'apps/app, apps/worker'],
+      [SECRET, 'added (encrypted)', '(changed)', 'apps/app/secrets.yaml:4', 'apps/app, apps/worker'],
     ])
   })
 
@@ -448,7 +449,7 @@ describe('textReport', () => {
       '',
       'SOURCE                     CHANGE    DIGEST        FILE                     TARGETS',
       `${CM}  modified  ${'a'.repeat(12)}  apps/app/values.yaml:1   apps/app`,
-      `${SECRET}    added     ${'b'.repeat(12)}  apps/app/secrets.yaml:4  apps/app,apps/worker`,
+      `${SECRET}    added     (changed)     apps/app/secrets.yaml:4  apps/app,apps/worker`,
       '',
       'RELEASE      RESULT    REASON            REVISION  DURATION  DETAILS',
       'apps/app     Upgraded  UpgradeSucceeded  1 → 2     42s       Helm upgrade succeeded',

@@ -14,7 +14,7 @@ import {
 import { liveDigest } from '../../../../src/core/digest.ts'
 
 const keys = keysFor('nebius.ai')
-const options: ViewOptions = { keys, defaultNamespace: 'flux-system', semanticDigest: true, discover: true }
+const options: ViewOptions = { keys, defaultNamespace: 'flux-system', semanticDigest: true, discover: true, digestKey: { bytes: new Uint8Array(32).fill(7) } }
 
 function cm(namespace: string, name: string, data: Record<string, string>, annotations: Record<string, string> = {}, rv = '1') {
   return { metadata: { namespace, name, resourceVersion: rv, labels: { [keys.triggerLabel]: 'true' }, annotations }, data }
