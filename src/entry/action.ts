@@ -75,7 +75,7 @@ export async function run(env: Env = process.env): Promise<void> {
           const render = renderRangeOf(settings, reader, { repositoryUrl: repositoryUrlOf(env), fetchRemote: false })
           return await publish(planReport(await preparePlan(settings, context, reader, render), settings, 'plan only'), settings, env)
         }
-        return await publishFleetPlan(await runFleetPlan(settings, context, await git()), settings, env)
+        return await publishFleetPlan(await runFleetPlan(settings, context, await git(), { repositoryUrl: repositoryUrlOf(env) }), settings, env)
       }
       case 'fleet':
       case 'fleet-summary': {
@@ -89,7 +89,7 @@ export async function run(env: Env = process.env): Promise<void> {
           if (settings.mode === 'fleet-summary') report = await runFleetSummary(settings)
           else {
             const connectTo = async (name: string | undefined) => connect({ ...settings, context: name }, { env, mask: (s) => core.setSecret(s) })
-            report = await runFleet(settings, context, { git, connect: connectTo, clock: systemClock, log, outcome })
+            report = await runFleet(settings, context, { git, connect: connectTo, clock: systemClock, log, outcome, repositoryUrl: repositoryUrlOf(env) })
           }
         } catch (error) {
           await github.fail(messageOf(error))

@@ -256,6 +256,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
                 clock: systemClock,
                 log,
                 outcome: createOutcomeWaiter({ clock: systemClock, log }),
+                repositoryUrl: repositoryUrlOf(io.env),
               })
       } catch (error) {
         await github.fail(messageOf(error))
@@ -287,7 +288,7 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
     if (head === undefined) throw new ConfigurationError('The repository has no commit at HEAD.')
     const context: RunContext = { eventName: 'cli', event: {}, sha: head, runUrl: undefined }
     if (command === 'plan' && settings.clusters !== undefined) {
-      const plan = await runFleetPlan(settings, context, git)
+      const plan = await runFleetPlan(settings, context, git, { repositoryUrl: repositoryUrlOf(io.env) })
       io.out(json ? `${jsonText(fleetPlanOutputs(plan), 2)}\n` : logText(fleetPlanText(plan)))
       return 0
     }

@@ -61,6 +61,12 @@ export interface RenderChangeOptions {
   readonly scope?: 'changed' | 'all'
   /** Concurrent kustomize builds; default the number of CPUs. */
   readonly concurrency?: number
+  /**
+   * Work shared by several calls over one range (a fleet renders it once per cluster root): each
+   * commit extracted once, each kustomize build run once per commit, source, path and Flux layer.
+   * The caller closes it; without it, each call works in a directory of its own.
+   */
+  readonly cache?: RenderCache | undefined
 }
 
 export interface RenderedChange {
@@ -73,12 +79,11 @@ type Extractor = Pick<GitReader, 'extract' | 'changedFiles'>
 const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], kustomizations: [] }
 
 export async function renderChange(reader: Extractor, options: RenderChangeOptions): Promise<RenderedChange | undefined> {
-  const work = await mkdtemp(join(tmpdir(), 'hrt-render-'))
+  const { cache } = options
+  const work = cache === undefined ? await mkdtemp(join(tmpdir(), 'hrt-render-')) : undefined
   try {
-    const head = await Commit.open(reader, options.head, join(work, 'head'))
-    const changes = options.base === undefined ? [] : await reader.changedFiles(options.base, options.head, () => true)
+    const { head, base, changes } = await (cache === undefined ? openRange(reader, options, work ?? '') : cache.range(reader, options))
     const changed = new Set([...options.changedFiles, ...changes.map((c) => c.path)])
-    const base = options.base === undefined ? undefined : await Commit.derive(head, changes, join(work, 'base'))
     const identity = repositoryIdentity(options, head.scan, base?.scan)
     if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
     const shared = new Map<string, Promise<Build>>()
@@ -86,7 +91,70 @@ export async function renderChange(reader: Extractor, options: RenderChangeOptio
     const baseView = base ? await renderCommit(base, { options, identity, changed, shared, reuse: true }) : EMPTY
     return { base: baseView, head: headView }
   } finally {
-    await rm(work, { recursive: true, force: true })
+    if (work !== undefined) await rm(work, { recursive: true, force: true })
+  }
+}
+
+interface OpenedRange {
+  readonly head: Commit
+  readonly base: Commit | undefined
+  readonly changes: readonly FileChange[]
+}
+
+async function openRange(reader: Extractor, options: RenderChangeOptions, work: string): Promise<OpenedRange> {
+  const head = await Commit.open(reader, options.head, join(work, 'head'))
+  const changes = options.base === undefined ? [] : await reader.changedFiles(options.base, options.head, () => true)
+  const base = options.base === undefined ? undefined : await Commit.derive(head, changes, join(work, 'base'), options.base)
+  return { head, base, changes }
+}
+
+/** kustomize's output for one Flux Kustomization at one commit, or why there is none. */
+type KustomizeOutput =
+  | { readonly kind: 'documents'; readonly documents: readonly string[] }
+  | { readonly kind: 'remote'; readonly reason: string }
+  /** The message names the Flux Kustomization given: one build may serve Kustomizations of several clusters. */
+  | { readonly kind: 'problem'; readonly message: (id: string) => string; readonly where?: Provenance }
+
+/** See RenderChangeOptions.cache. */
+export class RenderCache {
+  private readonly ranges = new Map<string, Promise<OpenedRange>>()
+  private readonly builds = new Map<string, Promise<KustomizeOutput>>()
+  private directory: Promise<string> | undefined
+
+  /** The commits of a range, extracted on first use. */
+  range(reader: Extractor, options: RenderChangeOptions): Promise<OpenedRange> {
+    const key = `${options.base ?? ''}..${options.head}`
+    let found = this.ranges.get(key)
+    if (found === undefined) {
+      const index = this.ranges.size
+      found = this.work().then((work) => openRange(reader, options, join(work, `range-${index}`)))
+      this.ranges.set(key, found)
+    }
+    return found
+  }
+
+  /** kustomize's output under `key`, built on first use. */
+  build(key: string, run: () => Promise<KustomizeOutput>): Promise<KustomizeOutput> {
+    let found = this.builds.get(key)
+    if (found === undefined) {
+      found = run()
+      this.builds.set(key, found)
+    }
+    return found
+  }
+
+  /** Removes every extracted tree and build directory. */
+  async close(): Promise<void> {
+    const directory = this.directory
+    this.directory = undefined
+    this.ranges.clear()
+    this.builds.clear()
+    if (directory !== undefined) await rm(await directory, { recursive: true, force: true })
+  }
+
+  private work(): Promise<string> {
+    this.directory ??= mkdtemp(join(tmpdir(), 'hrt-render-'))
+    return this.directory
   }
 }
 
@@ -143,12 +211,15 @@ class Commit {
   private readonly artifacts = new Map<string, Promise<SourceTree>>()
   private builds = 0
   readonly files: TreeFiles
+  /** The commit's SHA: what its builds are cached under. */
+  readonly revision: string
   readonly directory: string
   readonly tree: SourceTree
   readonly paths: readonly string[]
   readonly scan: FluxScan
 
-  private constructor(directory: string, tree: SourceTree, paths: readonly string[], scan: FluxScan) {
+  private constructor(revision: string, directory: string, tree: SourceTree, paths: readonly string[], scan: FluxScan) {
+    this.revision = revision
     this.directory = directory
     this.tree = tree
     this.paths = paths
@@ -161,7 +232,7 @@ class Commit {
     await mkdir(root, { recursive: true })
     await reader.extract(sha, root)
     const paths = await listFiles(root)
-    return new Commit(directory, repositoryTree(root), paths, await scanFluxObjects(root, paths))
+    return new Commit(sha, directory, repositoryTree(root), paths, await scanFluxObjects(root, paths))
   }
 
   /** The tree a Kustomization's source holds at this commit. */
@@ -182,7 +253,7 @@ class Commit {
    * The base commit as head's tree with the range's changes undone: hard links for every file the
    * range left alone, the base content for the others. Cost follows the change, not the repository.
    */
-  static async derive(head: Commit, changes: readonly FileChange[], directory: string): Promise<Commit> {
+  static async derive(head: Commit, changes: readonly FileChange[], directory: string, revision: string): Promise<Commit> {
     const root = join(directory, 'tree')
     await mkdir(root, { recursive: true })
     await linkInto(head.tree.root, root, [''], [])
@@ -207,7 +278,7 @@ class Commit {
       gitRepositories: kept(head.scan.gitRepositories, rescanned.gitRepositories),
       generators: kept(head.scan.generators, rescanned.generators),
     }
-    return new Commit(directory, repositoryTree(root), paths, scan)
+    return new Commit(revision, directory, repositoryTree(root), paths, scan)
   }
 
   newWorkDirectory(): string {
@@ -336,35 +407,52 @@ async function buildKustomization(
   earlier: readonly RenderedObject[],
   ctx: RenderContext,
 ): Promise<Build> {
-  const problem = (message: string, where?: Provenance): Build => ({
+  const { cache } = ctx.options
+  const output = await (cache === undefined
+    ? kustomizeOutput(commit, k, tree, closure, ctx)
+    : cache.build(buildKey(commit, k, ctx), () => kustomizeOutput(commit, k, tree, closure, ctx)))
+  if (output.kind === 'documents') return renderedObjects(commit, k, tree, closure, output.documents, earlier, ctx)
+  if (output.kind === 'remote') return { objects: [], problems: [], notRendered: [{ kustomization: k.id, reason: output.reason }], children: [] }
+  return {
     objects: [],
-    problems: [{ kustomization: k.id, path: k.path === '' ? './' : `./${k.path}`, message, ...(where ?? {}) }],
+    problems: [{ kustomization: k.id, path: k.path === '' ? './' : `./${k.path}`, message: output.message(k.id), ...(output.where ?? {}) }],
     notRendered: [],
     children: [],
-  })
+  }
+}
+
+/**
+ * What kustomize's output for `k` depends on: the commit, the source's tree, the path and the
+ * fields Flux writes into the kustomization.yaml (fluxKustomizationText). Not its name, nor
+ * postBuild: clusters sharing a path share the build, and each substitutes its own variables.
+ */
+function buildKey(commit: Commit, k: FluxKustomization, ctx: RenderContext): string {
+  const source = k.sourceRef.kind === 'GitRepository' ? 'repository' : `${k.sourceRef.kind}/${k.sourceRef.namespace}/${k.sourceRef.name}`
+  const { targetNamespace, namePrefix, nameSuffix, patches, components, images } = k.spec
+  const layer = JSON.stringify({ targetNamespace, namePrefix, nameSuffix, patches, components, images })
+  return [commit.revision, source, k.path, layer, ctx.options.fetchRemote === true].join('\0')
+}
+
+async function kustomizeOutput(commit: Commit, k: FluxKustomization, tree: SourceTree, closure: Closure, ctx: RenderContext): Promise<KustomizeOutput> {
+  const problem = (message: (id: string) => string, where?: Provenance): KustomizeOutput => ({ kind: 'problem', message, ...(where ? { where } : {}) })
   if (closure.remote.length > 0 && ctx.options.fetchRemote !== true) {
     const first = boundedError(closure.remote[0] ?? '')
-    return {
-      objects: [],
-      problems: [],
-      notRendered: [{ kustomization: k.id, reason: `it uses remote bases (${first}), which plan-only runs do not fetch` }],
-      children: [],
-    }
+    return { kind: 'remote', reason: `it uses remote bases (${first}), which plan-only runs do not fetch` }
   }
   const work = commit.newWorkDirectory()
   await linkInto(tree.root, work, closure.directories, closure.files)
   const dir = join(work, k.path)
   const shown = k.path === '' ? './' : `./${k.path}`
   const existingName = await kustomizationFileIn(work, k.path)
-  if (existingName === undefined && !closure.directories.has(k.path))
-    return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
+  const missing = (id: string): string => `Flux Kustomization ${id}: spec.path ${shown} does not exist in the source; fix spec.path.`
+  if (existingName === undefined && !closure.directories.has(k.path)) return problem(missing)
   let existing: string | undefined
   let generated: string[] = []
   try {
     if (existingName !== undefined) existing = await readFile(join(work, existingName), 'utf8')
     else generated = await generatedResources(dir)
   } catch {
-    return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
+    return problem(missing)
   }
   const target = join(work, existingName ?? posix.join(k.path, 'kustomization.yaml'))
   try {
@@ -373,17 +461,18 @@ async function buildKustomization(
     await unlink(target).catch(() => {})
     await writeFile(target, text)
   } catch (error) {
+    const message = boundedError(String(error))
     return problem(
-      `Flux Kustomization ${k.id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${boundedError(String(error))}); fix the file.`,
+      (id) => `Flux Kustomization ${id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${message}); fix the file.`,
       existingName ? { file: tree.toRepository(existingName) ?? existingName, line: 1 } : undefined,
     )
   }
   const result = await ctx.options.kustomize.build(dir)
   if (!result.ok) {
     const message = result.error.split(`${work}/`).join('').split(work).join('.')
-    return problem(`Flux Kustomization ${k.id} (path ${shown}) does not build: ${message}`)
+    return problem((id) => `Flux Kustomization ${id} (path ${shown}) does not build: ${message}`)
   }
-  return renderedObjects(commit, k, tree, closure, outputDocuments(result.output), earlier, ctx)
+  return { kind: 'documents', documents: outputDocuments(result.output) }
 }
 
 async function renderedObjects(
