@@ -4,7 +4,9 @@
 // renders sharing one cache so a Kustomization several roots apply is built once; a root without
 // Flux Kustomizations is planned file by file over its tree (scope.ts).
 
+import { availableParallelism } from 'node:os'
 import type { ClusterSpec } from '../../core/cluster-list.ts'
+import { mapLimit } from '../../lib/concurrency.ts'
 import { ConfigurationError } from '../../lib/errors.ts'
 import type { GitReader } from '../../git/reader.ts'
 import type { Range } from '../../git/range.ts'
@@ -101,9 +103,11 @@ export async function planFleet(settings: Settings, context: RunContext, git: Gi
     // Plan-only: remote bases are never fetched.
     const render = clusterRendererOf(settings, git, { repositoryUrl: rendering.repositoryUrl, fetchRemote: false, cache })
     const planner = renderingPlanner(view, range, render, () => (scoped ??= scopedPlanner(view)))
-    // One after another: kustomize already builds in parallel within a root, and the machine may be small.
-    const clusters: ClusterPlan[] = []
-    for (const target of targets) clusters.push({ ...target, ...(await planner.plan(target)) })
+    // A root's chain is often one Kustomization deep per level: the roots side by side keep the cores busy.
+    const clusters: ClusterPlan[] = await mapLimit(targets, Math.max(1, availableParallelism()), async (target) => ({
+      ...target,
+      ...(await planner.plan(target)),
+    }))
     return { range, options, waves: Math.max(1, settings.waves.length), clusters }
   } finally {
     await cache.close()
