@@ -54,6 +54,7 @@ export async function executeClusterPart(
     )
   }
   const headFiles = s.apply ? await (await deps.git()).headFiles(plan.range.head, pathFilter(part.paths)) : []
-  const report = await executePlan({ range: plan.range, plan: part.plan, headFiles }, s, context, { ...deps, connect: () => deps.connect(part) })
+  const prepared = { range: plan.range, plan: part.plan, headFiles, ...(part.renderedReleases === undefined ? {} : { knownReleases: part.renderedReleases }) }
+  const report = await executePlan(prepared, s, context, { ...deps, connect: () => deps.connect(part) })
   return { report, result: clusterResultOf(part, report, s.failOn, deps.clock.now() - started) }
 }

@@ -32,6 +32,11 @@ export interface ClusterPlan extends ClusterTarget {
   readonly plan: Plan
   /** Planned on the cluster's root rendered as Flux applies it; absent: file by file over its tree. */
   readonly rendered?: boolean
+  /**
+   * Rendered parts: the HelmReleases (`namespace/name`) the rendered commit holds. They were
+   * planned with the read-key rule, so discovery in the cluster adds only other releases.
+   */
+  readonly renderedReleases?: readonly string[]
 }
 
 export interface FleetPlan {
@@ -147,6 +152,7 @@ function readCluster(value: unknown, r: Reader): ClusterPlan {
     wave: r.in('wave').count(c['wave']),
     paths: r.in('paths').strings(c['paths']),
     ...(c['rendered'] === undefined ? {} : { rendered: r.in('rendered').bool(c['rendered']) }),
+    ...(c['renderedReleases'] === undefined ? {} : { renderedReleases: r.in('renderedReleases').strings(c['renderedReleases']) }),
     plan: {
       sources: r
         .in('plan.sources')

@@ -13,7 +13,7 @@ import type { Range } from '../../git/range.ts'
 import type { FileChange, HeadFile, Plan } from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, type PlanOptions } from '../../core/plan.ts'
-import { planRendered } from '../../core/plan-rendered.ts'
+import { planRendered, renderedReleaseKeys } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
 import { RenderCache } from '../../render/render-change.ts'
 import type { Settings } from '../../settings.ts'
@@ -25,7 +25,7 @@ import { clusterPaths, within } from './scope.ts'
 
 /** One cluster's part of the commit. */
 export interface ClusterPlanner {
-  plan(cluster: ClusterSpec): Promise<{ readonly paths: readonly string[]; readonly plan: Plan; readonly rendered?: boolean }>
+  plan(cluster: ClusterSpec): Promise<Pick<ClusterPlan, 'paths' | 'plan' | 'rendered' | 'renderedReleases'>>
 }
 
 export interface RepositoryView {
@@ -60,7 +60,12 @@ export function renderingPlanner(view: RepositoryView, range: Range, render: Clu
       const rendered = declares ? await render(range, cluster.root) : undefined
       if (rendered === undefined || rendered.head.kustomizations.length === 0) return (await fallback()).plan(cluster)
       const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: view.fullSync, options: view.options })
-      return { paths: clusterPaths(cluster.root, view.headFiles), plan: namingCluster(plan, rendered.head, cluster.name), rendered: true }
+      return {
+        paths: clusterPaths(cluster.root, view.headFiles),
+        plan: namingCluster(plan, rendered.head, cluster.name),
+        rendered: true,
+        renderedReleases: [...renderedReleaseKeys(rendered.head)].sort(),
+      }
     },
   }
 }

@@ -1,12 +1,13 @@
 // One cluster's rendered part executed from the saved plan file (`trigger --plan FILE --cluster
 // NAME`): the release whose read key changed is patched with the plan's digest, the release
-// whose spec changed is waited for and never patched, and nothing is planned again.
+// whose spec changed is waited for and never patched, a release reading an unchanged key is not
+// brought back by discovery in the cluster, and nothing is planned again.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { planRendered } from '../../../../src/core/plan-rendered.ts'
+import { planRendered, renderedReleaseKeys } from '../../../../src/core/plan-rendered.ts'
 import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
 import { Status } from '../../../../src/engine/result.ts'
 import { assignWaves } from '../../../../src/modes/fleet/clusters.ts'
@@ -20,23 +21,28 @@ const dir = mkdtempSync(join(tmpdir(), 'hrt-cluster-part-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'] }
-const values = (replicas: string) => ({ 'values.yaml': `image: v1\nreplicas: ${replicas}\n` })
+const values = (replicas: string) => ({ 'values.yaml': `image: v1\nreplicas: ${replicas}\n`, 'other.yaml': 'x: 1\n' })
 const cm = (replicas: string) =>
   renderedSource({ name: 'web-values', data: values(replicas), keyOrigins: { 'values.yaml': { file: 'apps/base/web/values.yaml', line: 1 } } })
 const web = release({ name: 'web', valuesFrom: [{ kind: 'ConfigMap', name: 'web-values' }] })
+// Reads a key of the same ConfigMap that the commit leaves alone: never triggered.
+const otherReads = [{ kind: 'ConfigMap', name: 'web-values', valuesKey: 'other.yaml' }]
+const other = release({ name: 'other', valuesFrom: otherReads })
 const db = (version: string) => release({ name: 'db', version, origin: { file: 'apps/prod-eu/db-patch.yaml', line: 1 } })
 const dbSpec = (version: string) => ({ chart: { spec: { chart: 'db', version, sourceRef: { kind: 'HelmRepository', name: 'charts' } } } })
 
 /** The plan file of one cluster whose rendered part changes web's values and db's chart version. */
 function planFile(): { file: string; plan: FleetPlan } {
-  const plan = planRendered({ base: repo([cm('1'), web, db('1.0.0')]), head: repo([cm('2'), web, db('2.0.0')]), fullSync: false, options: OPTIONS })
+  const base = repo([cm('1'), web, other, db('1.0.0')])
+  const head = repo([cm('2'), web, other, db('2.0.0')])
+  const plan = planRendered({ base, head, fullSync: false, options: OPTIONS })
   const [target] = assignWaves([{ name: 'prod-eu', root: 'clusters/prod-eu' }], [])
   if (target === undefined) throw new Error('no target')
   const fleet: FleetPlan = {
     range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
     options: OPTIONS,
     waves: 1,
-    clusters: [{ ...target, paths: ['clusters/prod-eu/**'], plan, rendered: true }],
+    clusters: [{ ...target, paths: ['clusters/prod-eu/**'], plan, rendered: true, renderedReleases: [...renderedReleaseKeys(head)].sort() }],
   }
   const file = join(dir, 'fleet-plan.json')
   writeFileSync(file, writePlanFile(fleet))
@@ -81,12 +87,14 @@ describe("a cluster's rendered part from the plan file", () => {
     const { file, plan } = planFile()
     const cluster = new FakeCluster()
       .addRelease('apps', 'web')
+      .addRelease('apps', 'other', { valuesFrom: otherReads })
       .addRelease('apps', 'db', dbSpec('2.0.0'))
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'web-values' }, values('2'))
     const seen: Triggered[] = []
     const settings = parseSettings((name) => ({ 'plan-file': file, cluster: 'prod-eu' })[name] ?? '')
     const { report, result } = await runClusterPart(settings, context, deps(cluster, seen))
 
+    // Discovery in the cluster finds `other` reading the ConfigMap too; the plan knew it and left it out.
     expect(cluster.patches.map((p) => p.ref.name)).toEqual(['web'])
     const planned = plan.clusters[0]?.plan.releases.find((r) => r.name === 'web')?.sources[0]
     const annotations = cluster.release('apps', 'web').annotations

@@ -168,7 +168,12 @@ describe('the plan file', () => {
     expect(plan.notes).toHaveLength(1)
     const [target] = assignWaves([{ name: 'staging', root: 'clusters/staging' }], [])
     if (target === undefined) throw new Error('no target')
-    const fleet: FleetPlan = { range: RANGE, options: OPTIONS, waves: 1, clusters: [{ ...target, paths: ['clusters/staging/**'], plan, rendered: true }] }
+    const fleet: FleetPlan = {
+      range: RANGE,
+      options: OPTIONS,
+      waves: 1,
+      clusters: [{ ...target, paths: ['clusters/staging/**'], plan, rendered: true, renderedReleases: ['apps/api', 'apps/web'] }],
+    }
     const read = readPlanFile(writePlanFile(fleet), 'plan.json')
     expect(read).toEqual(fleet)
     // A removed field is expected absent after the round trip too (JSON has no undefined).
