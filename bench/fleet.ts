@@ -1,11 +1,13 @@
 // The fleet: one commit over N local apiservers (no Flux controllers), planned once and executed
 // per cluster from the plan file, beside N independent jobs that each plan the whole commit
-// again (a hand-written job per cluster scoped by `paths`, as before the fleet mode). Every job
+// again (a hand-written job per cluster with its `cluster-root`, as before the fleet mode). Every job
 // is a fresh `node cli.js` process (the bundle), run one after another as matrix jobs on their
 // own runners would be; `--force` makes every run patch the same releases. Memory is watched:
-// no further apiserver starts when free memory drops under 2 GiB.
+// no further apiserver starts when free memory drops under 2 GiB. The plan renders each cluster
+// root with kustomize (the pinned one, or --kustomize PATH) and counts the builds it ran;
+// `--plan-only` measures that plan alone, without apiservers.
 //
-//   node --experimental-strip-types bench/fleet.ts [--clusters 10] [--releases 50] [--changed 10] [--filler 2000]
+//   node --experimental-strip-types bench/fleet.ts [--clusters 10] [--releases 50] [--changed 10] [--filler 2000] [--plan-only] [--kustomize PATH]
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
@@ -17,6 +19,7 @@ import { startCluster, type LocalCluster } from '../test/support/cluster.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../test/support/fleet-repo.ts'
 import { HELM_RELEASE, helmRelease } from '../test/support/flux.ts'
 import { createNamespace, multiContextKubeconfigYaml } from '../test/support/kube.ts'
+import { kustomizeBinary, loggingKustomize } from '../test/support/kustomize.ts'
 import { createRepo } from '../test/support/repo.ts'
 import { formatTable, mapLimit, median, ms, now, runOk } from './lib.ts'
 
@@ -26,6 +29,8 @@ const { values } = parseArgs({
     releases: { type: 'string', default: '50' },
     changed: { type: 'string', default: '10' },
     filler: { type: 'string', default: '2000' },
+    'plan-only': { type: 'boolean', default: false },
+    kustomize: { type: 'string' },
   },
 })
 const N = Number(values.clusters)
@@ -52,25 +57,9 @@ try {
   log(`building the bundle`)
   await runOk('node', ['scripts/bundle.mjs', join(work, 'dist')], { timeoutMs: 120_000 })
   const cli = join(work, 'dist', 'cli.js')
-
-  for (let i = 0; i < N; i++) {
-    if (freemem() < MIN_FREE) {
-      log(`free memory ${(freemem() / 1024 ** 3).toFixed(1)} GiB: no more apiservers after ${clusters.length}`)
-      break
-    }
-    const t0 = now()
-    clusters.push(await startCluster())
-    log(`apiserver ${i + 1}/${N} ready in ${ms(now() - t0)}`)
-  }
-  const memory = clusters.flatMap((c) => c.processes).reduce((sum, p) => sum + rss(p.pid), 0)
-  const names = clusters.map((_, i) => `c${String(i + 1).padStart(2, '0')}`)
+  const kustomize = loggingKustomize(values.kustomize ?? (await kustomizeBinary((line) => log(line))), work)
+  const names = Array.from({ length: N }, (_, i) => `c${String(i + 1).padStart(2, '0')}`)
   const specs: FleetClusterSpec[] = names.map((name) => ({ name, namespace: 'apps', releases: Array.from({ length: RELEASES }, (_, r) => `r${r}`) }))
-  const kubeconfig = join(work, 'kubeconfig')
-  await writeFile(
-    kubeconfig,
-    multiContextKubeconfigYaml(Object.fromEntries(clusters.map((c, i) => [names[i], { server: c.server, caData: c.caData, token: c.adminToken }]))),
-    { mode: 0o600 },
-  )
 
   // The repository: the fleet's trees plus unrelated YAML (dashboards, CRDs…) the planner must skip.
   const changed = (release: string) => Number(release.slice(1)) < CHANGED
@@ -84,6 +73,43 @@ try {
   repo.commit('fleet')
   repo.write(fleetRepoFiles(specs, (_, r) => (changed(r) ? 'two' : 'one')))
   const head = repo.commit('values of every cluster')
+  const rendering = ['--kustomize-path', kustomize.path]
+
+  if (values['plan-only']) {
+    const planFile = join(work, 'fleet-plan.json')
+    const t0 = now()
+    await runOk('node', [cli, 'plan', '--clusters', 'discover', '--plan', planFile, '--head', head, ...rendering], { cwd: repo.dir, timeoutMs: 300_000 })
+    const planMs = now() - t0
+    const plan = JSON.parse(readFileSync(planFile, 'utf8')) as { clusters: { rendered?: boolean; plan: { releases: unknown[] } }[] }
+    const rendered = plan.clusters.filter((c) => c.rendered === true).length
+    const releases = plan.clusters.reduce((n, c) => n + c.plan.releases.length, 0)
+    process.stdout.write(
+      `\nFleet plan: ${N} cluster roots (${rendered} rendered), ${RELEASES} releases each (${CHANGED} changed per cluster), ${FILLER} unrelated YAML files; commit ${head.slice(0, 12)}\n` +
+        `plan once, all clusters: ${ms(planMs)}; ${kustomize.builds().length} kustomize builds; ${releases} releases planned; load average at the end ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}\n`,
+    )
+    repo.cleanup()
+    await rm(work, { recursive: true, force: true })
+    process.exit(0)
+  }
+
+  for (let i = 0; i < N; i++) {
+    if (freemem() < MIN_FREE) {
+      log(`free memory ${(freemem() / 1024 ** 3).toFixed(1)} GiB: no more apiservers after ${clusters.length}`)
+      break
+    }
+    const t0 = now()
+    clusters.push(await startCluster())
+    log(`apiserver ${i + 1}/${N} ready in ${ms(now() - t0)}`)
+  }
+  const memory = clusters.flatMap((c) => c.processes).reduce((sum, p) => sum + rss(p.pid), 0)
+  const kubeconfig = join(work, 'kubeconfig')
+  await writeFile(
+    kubeconfig,
+    multiContextKubeconfigYaml(Object.fromEntries(clusters.map((c, i) => [names[i], { server: c.server, caData: c.caData, token: c.adminToken }]))),
+    { mode: 0o600 },
+  )
 
   log(`creating ${RELEASES} releases and their ConfigMaps (head content) on each cluster`)
   await mapLimit(clusters, 2, async (c) => {
@@ -114,15 +140,13 @@ try {
   }
 
   const planFile = join(work, 'fleet-plan.json')
-  const planMs = await timed(['plan', '--clusters', 'discover', '--plan', planFile, '--head', head])
+  const planMs = await timed(['plan', '--clusters', 'discover', '--plan', planFile, '--head', head, ...rendering])
   const partMs: number[] = []
   for (const name of names.slice(0, clusters.length))
     partMs.push(await timed(['trigger', '--plan', planFile, '--cluster', name, '--context', name, ...common], 'fromPlan'))
   const replanMs: number[] = []
   for (const name of names.slice(0, clusters.length)) {
-    replanMs.push(
-      await timed(['trigger', '--head', head, '--paths', `clusters/${name}/**`, '--paths', `apps/${name}/**`, '--context', name, ...common], 'replanned'),
-    )
+    replanMs.push(await timed(['trigger', '--head', head, '--cluster-root', `clusters/${name}`, ...rendering, '--context', name, ...common], 'replanned'))
   }
   const fleetTotal = planMs + partMs.reduce((a, b) => a + b, 0)
   const replanTotal = replanMs.reduce((a, b) => a + b, 0)

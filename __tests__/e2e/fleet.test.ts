@@ -14,6 +14,7 @@ import { useCluster } from '../../test/support/context.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../test/support/fleet-repo.ts'
 import { HELM_RELEASE, helmRelease, type FluxObject } from '../../test/support/flux.ts'
 import { createNamespace, multiContextKubeconfigYaml } from '../../test/support/kube.ts'
+import { kustomizeBinary } from '../../test/support/kustomize.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
 const shared = useCluster()
@@ -21,6 +22,7 @@ const others: LocalCluster[] = []
 const dir = mkdtempSync(join(tmpdir(), 'hrt-fleet-'))
 let repo: Repo
 let kubeconfigPath: string
+let kustomize: string
 let specs: FleetClusterSpec[]
 /** Admin clients per cluster name. */
 const clients = new Map<string, KubeConfig>()
@@ -39,6 +41,8 @@ afterAll(async () => {
 beforeAll(async () => {
   // Two more apiservers, one at a time (two cores).
   for (let i = 0; i < 2; i++) others.push(await startCluster())
+  // The plan renders each cluster root with the pinned kustomize.
+  kustomize = await kustomizeBinary()
   const stagingNs = await shared.createNamespace('fleet')
   specs = [
     { name: 'staging', namespace: stagingNs, releases: RELEASES },
@@ -129,7 +133,7 @@ describe('a fleet from one commit', () => {
   it('plans once, names only the clusters whose trees changed, and triggers each cluster with its own releases only', async () => {
     await push({ 'staging/web': 'two', 'prod-eu/web': 'two' })
     const planFile = join(dir, 'plan-1.json')
-    const plan = await cli('plan', '--clusters', 'discover', '--plan', planFile, '--json')
+    const plan = await cli('plan', '--clusters', 'discover', '--plan', planFile, '--kustomize-path', kustomize, '--json')
     expect(plan.code, plan.stderr).toBe(0)
     const outputs = JSON.parse(plan.stdout) as Record<string, string>
     expect(JSON.parse(outputs['matrix'] ?? '')).toEqual({
@@ -175,7 +179,7 @@ describe('a fleet from one commit', () => {
     const before = requestedAt(await release('prod-eu', 'web'))
     await push({ 'staging/web': 'three\nfail: rejected by the demo chart', 'prod-eu/web': 'three' })
     const planFile = join(dir, 'plan-2.json')
-    const plan = await cli('plan', '--clusters', 'discover', '--waves', 'staging', '--waves', 'prod-*', '--plan', planFile)
+    const plan = await cli('plan', '--clusters', 'discover', '--waves', 'staging', '--waves', 'prod-*', '--plan', planFile, '--kustomize-path', kustomize)
     expect(plan.code, plan.stderr).toBe(0)
 
     // Only the shared cluster runs helm-controller, and only its wave may start: wait for its outcome.

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { runAction } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../test/support/fleet-repo.ts'
+import { kustomizeBinary } from '../../test/support/kustomize.ts'
 import { createRepo } from '../../test/support/repo.ts'
 
 const cluster = useCluster()
@@ -45,7 +46,12 @@ describe('the fleet workflow through the bundled action', () => {
     const push = { workspace: repo.dir, eventName: 'push', event: { before, after }, sha: after }
     const planFile = join(dir, 'plan', 'fleet-plan.json')
 
-    const plan = await runAction({ ...push, inputs: { mode: 'plan', clusters: 'eu=clusters/eu\nus=clusters/us', 'plan-file': planFile } })
+    // The plan renders each cluster root with the pinned kustomize.
+    const kustomize = await kustomizeBinary()
+    const plan = await runAction({
+      ...push,
+      inputs: { mode: 'plan', clusters: 'eu=clusters/eu\nus=clusters/us', 'plan-file': planFile, 'kustomize-path': kustomize },
+    })
     expect(plan.exitCode, plan.stdout + plan.stderr).toBe(0)
     expect(JSON.parse(plan.outputs['wave-1'] ?? '')).toEqual({
       include: [

@@ -52,7 +52,8 @@ const plan: EntryMode = {
   async run(settings, ports) {
     const git = await ports.git()
     const context = await ports.contextAt(async () => git)
-    if (settings.clusters !== undefined) return fleetPlanResult(await runFleetPlan(settings, context, git), settings)
+    if (settings.clusters !== undefined)
+      return fleetPlanResult(await runFleetPlan(settings, context, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv) }), settings)
     const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })
     const options = triggerRunOptionsOf(settings)
     return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
@@ -75,6 +76,7 @@ function fleetMode(name: 'fleet' | 'fleet-summary'): EntryMode {
               clock: systemClock,
               log: ports.log,
               outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }),
+              repositoryUrl: repositoryUrlOf(ports.githubEnv),
             }),
       )
       await github.finishWith(fleetVerdict(report, ports.context.runUrl))

@@ -4,10 +4,11 @@
 
 import type { GitReader } from '../git/reader.ts'
 import { locateKustomize, type Kustomize } from '../kustomize/kustomize.ts'
-import { renderChange } from '../render/render-change.ts'
+import type { Range } from '../git/range.ts'
+import { renderChange, type RenderCache } from '../render/render-change.ts'
 import type { Settings } from '../settings.ts'
 import type { RenderCommit } from './discover/run.ts'
-import type { RenderRange } from './trigger/pipeline.ts'
+import type { RenderedChange, RenderRange } from './trigger/pipeline.ts'
 
 export interface RenderingOptions {
   /** This repository's URL (GITHUB_SERVER_URL/GITHUB_REPOSITORY): GitRepositories with it are "this repository". */
@@ -24,8 +25,20 @@ export function repositoryUrlOf(env: Readonly<Record<string, string | undefined>
 
 /** The range rendered at base and head, only what it can have changed (everything under full-sync or from the empty tree). */
 export function renderRangeOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderRange {
+  const render = clusterRendererOf(settings, git, options)
+  return (range) => render(range, settings.clusterRoot)
+}
+
+/** Renders a range from one cluster root (undefined: every Flux Kustomization found). */
+export type ClusterRenderer = (range: Range, clusterRoot: string | undefined) => Promise<RenderedChange | undefined>
+
+/**
+ * The range rendered once per cluster root, for the fleet: one kustomize located once, and with
+ * `cache` the commits extracted once and each shared Kustomization built once for every root.
+ */
+export function clusterRendererOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): ClusterRenderer {
   const kustomize = lazyKustomize(settings)
-  return async (range) => {
+  return async (range, clusterRoot) => {
     const whole = range.fullSync || range.base === undefined
     // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
     return renderChange(git, {
@@ -34,10 +47,11 @@ export function renderRangeOf(settings: Settings, git: GitReader, options: Rende
       changedFiles: [],
       repositoryUrl: options.repositoryUrl,
       gitRepository: settings.gitRepository,
-      clusterRoot: settings.clusterRoot,
+      clusterRoot,
       kustomize,
       fetchRemote: options.fetchRemote,
       scope: whole ? 'all' : 'changed',
+      cache: options.cache,
     })
   }
 }

@@ -18,7 +18,8 @@
 //   by git grep), kustomization files and the closures of the builds are read. A Kustomization
 //   whose closure and spec the range did not touch is built once for both commits; both commits
 //   render side by side, and the Kustomizations a build will define are built as written while
-//   it runs (kustomize's output only: Flux's layer follows the chain in order).
+//   it runs (kustomize's output only: Flux's layer follows the chain in order). With `cache`,
+//   calls over one range (a fleet's cluster roots) open it once and share kustomize's outputs.
 // - Never throws for repository content: a build that fails is one RenderProblem naming the Flux
 //   Kustomization, its path and kustomize's own error; the others are still rendered.
 //   Throws only for what the caller must fix (no kustomize, git failing).
@@ -29,7 +30,7 @@ import { join, posix } from 'node:path'
 import { parseDocument, stringify } from 'yaml'
 import type { Provenance, RenderedObject, RenderedRepository, RenderProblem } from '../core/rendered.ts'
 import { limiter } from '../lib/concurrency.ts'
-import type { GitReader } from '../git/reader.ts'
+import type { GitReader, ObjectSession } from '../git/reader.ts'
 import { boundedError, type Kustomize } from '../kustomize/kustomize.ts'
 import { closureOf, filesIn, inClosure, KUSTOMIZATION_FILES, kustomizationFileIn, type Closure } from './closure.ts'
 import { fluxKustomizationText, generatedResources, outputDocuments, withCommonMetadata } from './flux-layer.ts'
@@ -65,6 +66,13 @@ export interface RenderChangeOptions {
   readonly scope?: 'changed' | 'all'
   /** Concurrent kustomize builds; default the number of CPUs. */
   readonly concurrency?: number
+  /**
+   * Work shared by several calls over one range (a fleet renders it once per cluster root): the
+   * commits opened once, and kustomize run once per commit, source, path and Flux layer, whatever
+   * the Kustomization's name or postBuild. The caller closes it; without it, each call opens and
+   * closes its own.
+   */
+  readonly cache?: RenderCache | undefined
 }
 
 export interface RenderedChange {
@@ -77,41 +85,117 @@ type TreeReader = Pick<GitReader, 'openObjects' | 'grep'>
 const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], kustomizations: [] }
 
 export async function renderChange(reader: TreeReader, options: RenderChangeOptions): Promise<RenderedChange | undefined> {
+  const { cache } = options
+  if (cache !== undefined) return renderRange(await cache.range(reader, options), options, cache.limit(options))
   const work = await mkdtemp(join(tmpdir(), 'hrt-render-'))
   const session = reader.openObjects()
   try {
-    const store = new BlobStore(session)
-    // Both listings and the search for Flux objects at once: each is a git process.
-    const [headSnapshot, baseSnapshot, marked] = await Promise.all([
-      Snapshot.open(session, store, options.head),
-      options.base === undefined ? undefined : Snapshot.open(session, store, options.base),
-      reader.grep(options.head, FLUX_MARK, YAML_GLOBS),
-    ])
-    const head = await Commit.open(reader, headSnapshot, marked, join(work, 'head'))
-    const base = baseSnapshot === undefined ? undefined : await Commit.derive(head, baseSnapshot, join(work, 'base'))
-    const changed = new Set([...options.changedFiles, ...(base === undefined ? [] : changedPaths(base.snapshot, head.snapshot))])
-    const identity = repositoryIdentity(options, head.scan, base?.scan)
-    if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
-    // One bound on kustomize processes for both commits, which render side by side.
-    const ctx: RenderContext = {
-      options,
-      identity,
-      changed,
-      touched: new Set(),
-      ignoreChanged: base !== undefined && base.ignoreRules() !== head.ignoreRules(),
-      changedMention: mentionsIn([...changed], [head.snapshot, base?.snapshot]),
-      shared: new Map(),
-      outputs: new Map(),
-      speculative: [],
-      parsed: new Map(),
-      limit: limiter(options.concurrency ?? Math.max(1, availableParallelism())),
-    }
-    const [headView, baseView] = await Promise.all([renderCommit(head, ctx), base ? renderCommit(base, ctx) : EMPTY])
-    await Promise.allSettled(ctx.speculative)
-    return { base: baseView, head: headView }
+    return await renderRange(await openRange(reader, session, options, work), options, concurrencyLimit(options))
   } finally {
     session.close()
     await rm(work, { recursive: true, force: true })
+  }
+}
+
+/** A range's two commits, read through one git session, and what renders of it share. */
+interface OpenedRange {
+  readonly head: Commit
+  readonly base: Commit | undefined
+  /** Paths the two commits hold differently. */
+  readonly changed: readonly string[]
+  /** kustomize's outputs: see kustomizeOutput. */
+  readonly outputs: Map<string, Promise<BuildOutput>>
+  /** Kustomization files parsed, by text: both commits hold most of them alike. */
+  readonly parsed: Map<string, unknown>
+}
+
+async function openRange(reader: TreeReader, session: ObjectSession, options: RenderChangeOptions, work: string): Promise<OpenedRange> {
+  const store = new BlobStore(session)
+  // Both listings and the search for Flux objects at once: each is a git process.
+  const [headSnapshot, baseSnapshot, marked] = await Promise.all([
+    Snapshot.open(session, store, options.head),
+    options.base === undefined ? undefined : Snapshot.open(session, store, options.base),
+    reader.grep(options.head, FLUX_MARK, YAML_GLOBS),
+  ])
+  const head = await Commit.open(reader, headSnapshot, marked, join(work, 'head'))
+  const base = baseSnapshot === undefined ? undefined : await Commit.derive(head, baseSnapshot, join(work, 'base'))
+  const changed = base === undefined ? [] : changedPaths(base.snapshot, head.snapshot)
+  return { head, base, changed, outputs: new Map(), parsed: new Map() }
+}
+
+function concurrencyLimit(options: RenderChangeOptions): <R>(fn: () => Promise<R>) => Promise<R> {
+  return limiter(options.concurrency ?? Math.max(1, availableParallelism()))
+}
+
+async function renderRange(
+  range: OpenedRange,
+  options: RenderChangeOptions,
+  limit: <R>(fn: () => Promise<R>) => Promise<R>,
+): Promise<RenderedChange | undefined> {
+  const { head, base } = range
+  const changed = new Set([...options.changedFiles, ...range.changed])
+  const identity = repositoryIdentity(options, head.scan, base?.scan)
+  if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
+  // One bound on kustomize processes for both commits, which render side by side.
+  const ctx: RenderContext = {
+    options,
+    identity,
+    changed,
+    touched: new Set(),
+    ignoreChanged: base !== undefined && base.ignoreRules() !== head.ignoreRules(),
+    changedMention: mentionsIn([...changed], [head.snapshot, base?.snapshot]),
+    shared: new Map(),
+    outputs: range.outputs,
+    speculative: [],
+    parsed: range.parsed,
+    limit,
+  }
+  const [headView, baseView] = await Promise.all([renderCommit(head, ctx), base ? renderCommit(base, ctx) : EMPTY])
+  await Promise.allSettled(ctx.speculative)
+  return { base: baseView, head: headView }
+}
+
+/** See RenderChangeOptions.cache. It owns the git sessions and work directories until closed. */
+export class RenderCache {
+  private readonly ranges = new Map<string, Promise<OpenedRange>>()
+  private readonly sessions: ObjectSession[] = []
+  private directory: Promise<string> | undefined
+  private bound: (<R>(fn: () => Promise<R>) => Promise<R>) | undefined
+
+  /** The commits of a range, opened on first use. */
+  range(reader: TreeReader, options: RenderChangeOptions): Promise<OpenedRange> {
+    const key = `${options.base ?? ''}..${options.head}`
+    let found = this.ranges.get(key)
+    if (found === undefined) {
+      const index = this.ranges.size
+      const session = reader.openObjects()
+      this.sessions.push(session)
+      found = this.work().then((work) => openRange(reader, session, options, join(work, `range-${index}`)))
+      found.catch(() => {})
+      this.ranges.set(key, found)
+    }
+    return found
+  }
+
+  /** One bound on kustomize processes for every render sharing the cache (roots render side by side). */
+  limit(options: RenderChangeOptions): <R>(fn: () => Promise<R>) => Promise<R> {
+    this.bound ??= concurrencyLimit(options)
+    return this.bound
+  }
+
+  /** Ends the git sessions and removes every work directory. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.ranges.values())
+    const directory = this.directory
+    this.directory = undefined
+    this.ranges.clear()
+    for (const session of this.sessions.splice(0)) session.close()
+    if (directory !== undefined) await rm(await directory, { recursive: true, force: true })
+  }
+
+  private work(): Promise<string> {
+    this.directory ??= mkdtemp(join(tmpdir(), 'hrt-render-'))
+    return this.directory
   }
 }
 
@@ -309,7 +393,7 @@ interface RenderContext {
   readonly changed: ReadonlySet<string>
   /** Builds of Kustomizations the range did not touch, by id and spec: the same at both commits, built once. */
   readonly shared: Map<string, Promise<Build>>
-  /** kustomize's output by commit (or none, when untouched) and spec: see kustomizeOutput. */
+  /** kustomize's output by commit (or none, when untouched) and spec, for the range: see kustomizeOutput. */
   readonly outputs: Map<string, Promise<BuildOutput>>
   /** Builds started ahead of their level; awaited before the work directory goes. */
   readonly speculative: Promise<void>[]
@@ -497,18 +581,20 @@ async function buildKustomization(
   const shown = k.path === '' ? './' : `./${k.path}`
   if (!tree.view.isDirectory(k.path)) return problem(`Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.`)
   const built = await kustomizeOutput(commit, k, tree, closure, ctx, touched)
-  if ('problem' in built) return problem(built.problem, built.where)
+  if ('problem' in built) return problem(built.problem(k.id), built.where)
   return renderedObjects(commit, k, tree, closure, outputDocuments(built.output), earlier, ctx)
 }
 
-type BuildOutput = { output: string } | { problem: string; where?: Provenance }
+/** The problem names the Flux Kustomization given: with a cache, one build serves Kustomizations of several clusters. */
+type BuildOutput = { output: string } | { problem: (id: string) => string; where?: Provenance }
 
 /**
  * kustomize's output for `k` at this commit, built once: a build the range did not touch is the
- * same at both commits and shared between them. Bounded by the run's kustomize concurrency.
+ * same at both commits and shared between them; with a cache, Kustomizations of other calls
+ * (other cluster roots) that build the same share it too. Bounded by the run's kustomize concurrency.
  */
 function kustomizeOutput(commit: Commit, k: FluxKustomization, tree: SourceTree, closure: Closure, ctx: RenderContext, touched: boolean): Promise<BuildOutput> {
-  const key = `${touched ? commit.snapshot.sha : ''}\0${specKey(k)}`
+  const key = `${touched ? commit.snapshot.sha : ''}\0${ctx.options.cache === undefined ? specKey(k) : buildKey(k, ctx)}`
   let output = ctx.outputs.get(key)
   if (output === undefined) {
     output = ctx.limit(() => writeAndBuild(commit, k, tree, closure, ctx))
@@ -533,14 +619,20 @@ function specKey(k: FluxKustomization): string {
   return `${k.id}\0${JSON.stringify(sorted(k.spec))}`
 }
 
+/**
+ * What kustomize's output for `k` depends on beyond the commit: its source, its path and the
+ * fields Flux writes into the kustomization.yaml (fluxKustomizationText). Not its name, nor
+ * postBuild: clusters sharing a path share the build, and each substitutes its own variables.
+ */
+function buildKey(k: FluxKustomization, ctx: RenderContext): string {
+  const { targetNamespace, namePrefix, nameSuffix, patches, components, images } = k.spec
+  const layer = JSON.stringify({ targetNamespace, namePrefix, nameSuffix, patches, components, images })
+  const source = `${k.sourceRef.kind}/${k.sourceRef.namespace}/${k.sourceRef.name}`
+  return [source, k.path, layer, ctx.options.fetchRemote === true].join('\0')
+}
+
 /** Writes the closure into a work directory, with Flux's kustomization.yaml, and runs kustomize there. */
-async function writeAndBuild(
-  commit: Commit,
-  k: FluxKustomization,
-  tree: SourceTree,
-  closure: Closure,
-  ctx: RenderContext,
-): Promise<{ output: string } | { problem: string; where?: Provenance }> {
+async function writeAndBuild(commit: Commit, k: FluxKustomization, tree: SourceTree, closure: Closure, ctx: RenderContext): Promise<BuildOutput> {
   const shown = k.path === '' ? './' : `./${k.path}`
   const work = commit.newWorkDirectory()
   await writeFiles(tree.view, work, filesIn(tree.view, closure))
@@ -552,7 +644,7 @@ async function writeAndBuild(
     if (existingName !== undefined) existing = await readFile(join(work, existingName), 'utf8')
     else generated = await generatedResources(dir)
   } catch {
-    return { problem: `Flux Kustomization ${k.id}: spec.path ${shown} does not exist in the source; fix spec.path.` }
+    return { problem: (id) => `Flux Kustomization ${id}: spec.path ${shown} does not exist in the source; fix spec.path.` }
   }
   const target = join(work, existingName ?? posix.join(k.path, 'kustomization.yaml'))
   try {
@@ -560,14 +652,15 @@ async function writeAndBuild(
     await writeFile(target, text)
   } catch (error) {
     return {
-      problem: `Flux Kustomization ${k.id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${boundedError(String(error))}); fix the file.`,
+      problem: (id) =>
+        `Flux Kustomization ${id}: ${existingName ?? 'kustomization.yaml'} in ${shown} is not valid YAML (${boundedError(String(error))}); fix the file.`,
       ...(existingName ? { where: { file: tree.toRepository(existingName) ?? existingName, line: 1 } } : {}),
     }
   }
   const result = await ctx.options.kustomize.build(dir)
   if (!result.ok) {
     const message = result.error.split(`${work}/`).join('').split(work).join('.')
-    return { problem: `Flux Kustomization ${k.id} (path ${shown}) does not build: ${message}` }
+    return { problem: (id) => `Flux Kustomization ${id} (path ${shown}) does not build: ${message}` }
   }
   return { output: result.output }
 }

@@ -3,6 +3,7 @@
 // Kustomization of ./apps/<name>), and apps/<name>/ with HelmReleases and the labelled
 // ConfigMaps that feed them. For the fleet's tests and its benchmark.
 
+import { repositoryKustomization } from './flux.ts'
 import { triggerConfigMap } from './manifests.ts'
 
 export interface FleetClusterSpec {
@@ -11,22 +12,6 @@ export interface FleetClusterSpec {
   readonly namespace: string
   /** Release names; each reads the ConfigMap `<release>-values`. */
   readonly releases: readonly string[]
-}
-
-function kustomization(name: string, path: string): string {
-  return `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: ${name}
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./${path}
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-`
 }
 
 function helmRelease(name: string, namespace: string): string {
@@ -54,8 +39,8 @@ spec:
 export function fleetRepoFiles(clusters: readonly FleetClusterSpec[], level: (cluster: string, release: string) => string): Record<string, string> {
   const files: Record<string, string> = {}
   for (const c of clusters) {
-    files[`clusters/${c.name}/flux-system/gotk-sync.yaml`] = kustomization('flux-system', `clusters/${c.name}`)
-    files[`clusters/${c.name}/apps.yaml`] = kustomization('apps', `apps/${c.name}`)
+    files[`clusters/${c.name}/flux-system/gotk-sync.yaml`] = repositoryKustomization('flux-system', `./clusters/${c.name}`)
+    files[`clusters/${c.name}/apps.yaml`] = repositoryKustomization('apps', `./apps/${c.name}`)
     files[`apps/${c.name}/kustomization.yaml`] =
       `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n${c.releases.flatMap((r) => [`  - ${r}.yaml`, `  - ${r}-values.yaml`]).join('\n')}\n`
     for (const r of c.releases) {

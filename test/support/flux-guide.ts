@@ -2,7 +2,11 @@
 // Kustomization and one Flux Kustomization per app; apps/<app>/base holds the HelmRelease and a
 // configMapGenerator for its values (hash suffix on for some apps, off for others);
 // apps/<app>/<cluster> overlays merge cluster values and patch releases; Flux substitutes
-// ${cluster_name} and ${domain} after the build. Plus the commit the plan test makes on it.
+// ${cluster_name} and ${domain} after the build. Plus the commit the plan test makes on it. For a
+// fleet, any clusters, and optionally an `infrastructure` Kustomization every cluster applies from
+// the same path (its values substituted per cluster after the one build they share).
+
+import { bootstrapText, repositoryKustomization } from './flux.ts'
 
 export const FLUX_GUIDE_URL = 'https://github.com/acme/fleet'
 export const CLUSTERS = ['production', 'staging'] as const
@@ -30,10 +34,10 @@ export const APPS: readonly App[] = [
   { name: 'minio', hashed: true, overlayValues: true, overlayPatch: true, extraKey: false, targetNamespace: false },
 ]
 
-const values = (app: string, tag: string, memory: string): string =>
+export const values = (app: string, tag: string, memory: string): string =>
   ['replicaCount: 1', 'image:', `  repository: ghcr.io/acme/${app}`, `  tag: "${tag}"`, 'resources:', '  limits:', `    memory: ${memory}`, ''].join('\n')
 
-const clusterValues = (app: string, cluster: string, replicas: number): string =>
+export const clusterValues = (app: string, cluster: string, replicas: number): string =>
   [
     '# cluster values replace the base file for this key',
     `replicaCount: ${replicas}`,
@@ -44,7 +48,7 @@ const clusterValues = (app: string, cluster: string, replicas: number): string =
     '',
   ].join('\n')
 
-function release(app: App, version: string): string {
+export function release(app: App, version: string): string {
   return [
     'apiVersion: helm.toolkit.fluxcd.io/v2',
     'kind: HelmRelease',
@@ -112,7 +116,7 @@ function overlay(app: App): string {
   ].join('\n')
 }
 
-const releasePatch = (app: App, version: string): string =>
+export const releasePatch = (app: App, version: string): string =>
   [
     'apiVersion: helm.toolkit.fluxcd.io/v2',
     'kind: HelmRelease',
@@ -125,66 +129,46 @@ const releasePatch = (app: App, version: string): string =>
     '',
   ].join('\n')
 
-function bootstrap(cluster: string): string {
-  return [
-    'apiVersion: source.toolkit.fluxcd.io/v1',
-    'kind: GitRepository',
-    'metadata:',
-    '  name: flux-system',
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 1m',
-    `  url: ${FLUX_GUIDE_URL}`,
-    '  ref:',
-    '    branch: main',
-    '---',
-    'apiVersion: kustomize.toolkit.fluxcd.io/v1',
-    'kind: Kustomization',
-    'metadata:',
-    '  name: flux-system',
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 10m',
-    `  path: ./clusters/${cluster}`,
-    '  prune: true',
-    '  sourceRef:',
-    '    kind: GitRepository',
-    '    name: flux-system',
-    '',
-  ].join('\n')
+function appKustomization(app: App, cluster: string): string {
+  return repositoryKustomization(app.name, `./apps/${app.name}/${cluster}`, {
+    ...(app.targetNamespace ? { targetNamespace: app.name } : {}),
+    postBuild: { substitute: { cluster_name: cluster, domain: `${cluster}.example.com` } },
+  })
 }
 
-function appKustomization(app: App, cluster: string): string {
-  return [
-    'apiVersion: kustomize.toolkit.fluxcd.io/v1',
-    'kind: Kustomization',
-    'metadata:',
-    `  name: ${app.name}`,
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 10m',
-    `  path: ./apps/${app.name}/${cluster}`,
-    '  prune: true',
-    '  sourceRef:',
-    '    kind: GitRepository',
-    '    name: flux-system',
-    ...(app.targetNamespace ? [`  targetNamespace: ${app.name}`] : []),
-    '  postBuild:',
-    '    substitute:',
-    `      cluster_name: ${cluster}`,
-    `      domain: ${cluster}.example.com`,
-    '',
-  ].join('\n')
+/** The shared infrastructure: one path for every cluster, a generated values ConfigMap naming the cluster after substitution. */
+export const INFRASTRUCTURE = 'infrastructure'
+
+export const infrastructureValues = (replicas: number): string => [`replicaCount: ${replicas}`, 'cluster: ${cluster_name}', ''].join('\n')
+
+function infrastructure(): Record<string, string> {
+  const ingress: App = { name: 'ingress', hashed: false, overlayValues: false, overlayPatch: false, extraKey: false, targetNamespace: false }
+  return {
+    [`${INFRASTRUCTURE}/kustomization.yaml`]: baseKustomization(ingress),
+    [`${INFRASTRUCTURE}/release.yaml`]: release(ingress, '1.0.0'),
+    [`${INFRASTRUCTURE}/values.yaml`]: infrastructureValues(2),
+  }
+}
+
+export interface FluxGuideOptions {
+  readonly clusters?: readonly string[]
+  /** Every cluster also applies ./infrastructure (the same path), substituting its own name. */
+  readonly infrastructure?: boolean
 }
 
 /** Every file of the repository before the commit. */
-export function fluxGuideRepository(): Record<string, string> {
-  const files: Record<string, string> = {}
-  for (const cluster of CLUSTERS) {
-    files[`clusters/${cluster}/flux-system/gotk-sync.yaml`] = bootstrap(cluster)
+export function fluxGuideRepository(options: FluxGuideOptions = {}): Record<string, string> {
+  const clusters = options.clusters ?? CLUSTERS
+  const files: Record<string, string> = options.infrastructure ? infrastructure() : {}
+  for (const cluster of clusters) {
+    files[`clusters/${cluster}/flux-system/gotk-sync.yaml`] = bootstrapText(FLUX_GUIDE_URL, `./clusters/${cluster}`)
     files[`clusters/${cluster}/flux-system/kustomization.yaml`] =
       'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n'
     files[`clusters/${cluster}/apps.yaml`] = APPS.map((app) => appKustomization(app, cluster)).join('---\n')
+    if (options.infrastructure)
+      files[`clusters/${cluster}/infrastructure.yaml`] = repositoryKustomization(INFRASTRUCTURE, `./${INFRASTRUCTURE}`, {
+        postBuild: { substitute: { cluster_name: cluster, domain: `${cluster}.example.com` } },
+      })
   }
   for (const app of APPS) {
     files[`apps/${app.name}/base/kustomization.yaml`] = baseKustomization(app)
@@ -192,16 +176,16 @@ export function fluxGuideRepository(): Record<string, string> {
     files[`apps/${app.name}/base/values.yaml`] = values(app.name, '1.0.0', '128Mi')
     if (app.extraKey) files[`apps/${app.name}/base/extra.yaml`] = 'dashboards:\n  enabled: false\n'
     if (app.hashed) files[`apps/${app.name}/base/kustomizeconfig.yaml`] = NAME_REFERENCE
-    for (const cluster of CLUSTERS) {
+    for (const cluster of clusters) {
       files[`apps/${app.name}/${cluster}/kustomization.yaml`] = overlay(app)
-      if (app.overlayValues) files[`apps/${app.name}/${cluster}/cluster-values.yaml`] = clusterValues(app.name, cluster, cluster === 'production' ? 3 : 1)
+      if (app.overlayValues) files[`apps/${app.name}/${cluster}/cluster-values.yaml`] = clusterValues(app.name, cluster, cluster.startsWith('prod') ? 3 : 1)
       if (app.overlayPatch) files[`apps/${app.name}/${cluster}/release-patch.yaml`] = releasePatch(app, '2.0.0')
     }
   }
   return files
 }
 
-const app = (name: string): App => {
+export const app = (name: string): App => {
   const found = APPS.find((a) => a.name === name)
   if (found === undefined) throw new Error(`no app ${name}`)
   return found

@@ -1,6 +1,8 @@
 // Flux objects for tests: builders for HelmRepository / HelmRelease / GitRepository /
-// Kustomization manifests, their API coordinates, and readers of their status. Plain
-// data, no cluster access.
+// Kustomization manifests (as objects for a cluster, or as the text a repository file holds),
+// their API coordinates, and readers of their status. Plain data, no cluster access.
+
+import { stringify } from 'yaml'
 
 export const HELM_RELEASE = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases', kind: 'HelmRelease' } as const
 export const HELM_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'helmrepositories', kind: 'HelmRepository' } as const
@@ -155,6 +157,25 @@ export function kustomization(options: KustomizationOptions): FluxObject {
     metadata: { name: options.name, namespace: options.namespace },
     spec: { ...spec, ...options.spec },
   }
+}
+
+/** Objects as one repository file holds them: YAML documents separated by `---`. */
+export function manifestText(...objects: readonly FluxObject[]): string {
+  return objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n')
+}
+
+/**
+ * A Flux Kustomization of the repository's own GitRepository (flux-system/flux-system, as
+ * `flux bootstrap` names it), as a repository file holds it. `path` as Flux writes it (`./apps/web`).
+ */
+export function repositoryKustomization(name: string, path: string, spec: Readonly<Record<string, unknown>> = {}): string {
+  return manifestText(kustomization({ namespace: 'flux-system', name, path, source: 'flux-system', interval: '10m', spec }))
+}
+
+/** What `flux bootstrap` writes for a cluster: the GitRepository of `url` and the Kustomization syncing `path`. */
+export function bootstrapText(url: string, path: string): string {
+  const repository = gitRepository({ namespace: 'flux-system', name: 'flux-system', url, interval: '1m' })
+  return `${manifestText(repository)}---\n${repositoryKustomization('flux-system', path)}`
 }
 
 /** The revision Flux records for a commit on a branch: `main@sha1:<sha>`. */

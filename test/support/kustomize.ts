@@ -2,6 +2,8 @@
 // test/cluster/build.sh (cached like the cluster's binaries), found through the same helper.
 
 import { execFile } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { kustomizeAt, type Kustomize } from '../../src/kustomize/kustomize.ts'
 import { ensureBinaries } from './cluster.ts'
@@ -33,5 +35,24 @@ export function countingKustomize(binary: string): Kustomize & { readonly builds
       builds.push(directory)
       return inner.build(directory, options)
     },
+  }
+}
+
+/**
+ * An executable around `binary` that logs each directory it builds, for code that locates
+ * kustomize by path (the kustomize-path input): a shell script in `dir`.
+ */
+export function loggingKustomize(binary: string, dir: string): { readonly path: string; builds(): string[] } {
+  const path = join(dir, 'kustomize')
+  const log = join(dir, 'builds.log')
+  writeFileSync(log, '')
+  // kustomize build --load-restrictor LoadRestrictionsNone <directory>: the directory comes last.
+  writeFileSync(path, `#!/bin/sh\nfor last; do :; done\nprintf '%s\\n' "$last" >> '${log}'\nexec '${binary}' "$@"\n`, { mode: 0o755 })
+  return {
+    path,
+    builds: () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
   }
 }

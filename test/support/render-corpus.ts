@@ -4,6 +4,8 @@
 // and Flux's layer on top (targetNamespace, Flux patches, postBuild substitution, paths without
 // a kustomization.yaml), applied through a chain of nested Flux Kustomizations.
 
+import { bootstrapText, repositoryKustomization } from './flux.ts'
+
 export const CORPUS_URL = 'https://github.com/acme/corpus'
 export const CLUSTER_ROOT = 'clusters/test'
 /** The postBuild.substitute every substituting layout gets. */
@@ -255,32 +257,12 @@ export function layoutFiles(l: Layout): Record<string, string> {
 
 /** The Flux Kustomization applying a layout. */
 export function fluxKustomizationFor(l: Layout): string {
-  const spec = [
-    'apiVersion: kustomize.toolkit.fluxcd.io/v1',
-    'kind: Kustomization',
-    'metadata:',
-    `  name: ${l.app}`,
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 10m',
-    `  path: ./${l.path}`,
-    '  prune: true',
-    '  sourceRef:',
-    '    kind: GitRepository',
-    '    name: flux-system',
-  ]
-  if (l.targetNamespace) spec.push(`  targetNamespace: ${l.targetNamespace}`)
-  if (l.substitution) spec.push('  postBuild:', '    substitute:', `      cluster: ${CLUSTER_VALUE}`)
-  if (l.fluxPatch)
-    spec.push(
-      '  patches:',
-      '    - target: {kind: HelmRelease}',
-      '      patch: |-',
-      '        - op: replace',
-      '          path: /spec/interval',
-      '          value: 5m',
-    )
-  return spec.join('\n') + '\n'
+  const patch = ['- op: replace', '  path: /spec/interval', '  value: 5m'].join('\n')
+  return repositoryKustomization(l.app, `./${l.path}`, {
+    ...(l.targetNamespace ? { targetNamespace: l.targetNamespace } : {}),
+    ...(l.substitution ? { postBuild: { substitute: { cluster: CLUSTER_VALUE } } } : {}),
+    ...(l.fluxPatch ? { patches: [{ target: { kind: 'HelmRelease' }, patch }] } : {}),
+  })
 }
 
 /**
@@ -290,44 +272,9 @@ export function fluxKustomizationFor(l: Layout): string {
  */
 export function corpusRepository(layouts: readonly Layout[]): Record<string, string> {
   const files: Record<string, string> = {}
-  files[`${CLUSTER_ROOT}/flux-system/gotk-sync.yaml`] = [
-    'apiVersion: source.toolkit.fluxcd.io/v1',
-    'kind: GitRepository',
-    'metadata:',
-    '  name: flux-system',
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 1m',
-    `  url: ${CORPUS_URL}`,
-    '  ref: {branch: main}',
-    '---',
-    'apiVersion: kustomize.toolkit.fluxcd.io/v1',
-    'kind: Kustomization',
-    'metadata:',
-    '  name: flux-system',
-    '  namespace: flux-system',
-    'spec:',
-    '  interval: 10m',
-    `  path: ./${CLUSTER_ROOT}`,
-    '  prune: true',
-    '  sourceRef: {kind: GitRepository, name: flux-system}',
-    '',
-  ].join('\n')
+  files[`${CLUSTER_ROOT}/flux-system/gotk-sync.yaml`] = bootstrapText(CORPUS_URL, `./${CLUSTER_ROOT}`)
   files[`${CLUSTER_ROOT}/flux-system/kustomization.yaml`] = 'resources: [gotk-sync.yaml]\n'
-  const chained = (name: string, path: string): string =>
-    [
-      'apiVersion: kustomize.toolkit.fluxcd.io/v1',
-      'kind: Kustomization',
-      'metadata:',
-      `  name: ${name}`,
-      '  namespace: flux-system',
-      'spec:',
-      '  interval: 10m',
-      `  path: ./${path}`,
-      '  prune: true',
-      '  sourceRef: {kind: GitRepository, name: flux-system}',
-      '',
-    ].join('\n')
+  const chained = (name: string, path: string): string => repositoryKustomization(name, `./${path}`)
   files[`${CLUSTER_ROOT}/infra.yaml`] = chained('infra', 'clusters/test-infra')
   files['clusters/test-infra/deeper.yaml'] = chained('deeper', 'clusters/test-deeper')
   const half = Math.floor(layouts.length / 2)

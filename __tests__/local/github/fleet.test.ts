@@ -12,6 +12,7 @@ import { readPlanFile } from '../../../src/modes/fleet/fleet-plan.ts'
 import { ClusterState, writeResultFile, type ClusterResult } from '../../../src/modes/fleet/fleet-result.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../../test/support/fleet-repo.ts'
 import { startGitHubApi, type GitHubApi } from '../../../test/support/github-api.ts'
+import { kustomizeBinary } from '../../../test/support/kustomize.ts'
 import { createRepo, type Repo } from '../../../test/support/repo.ts'
 import { render } from '../../../test/support/markdown.ts'
 
@@ -21,9 +22,12 @@ const specs: FleetClusterSpec[] = ['staging', 'prod-eu', 'prod-us'].map((name) =
 let api: GitHubApi
 let repo: Repo
 let head: string
+let kustomize: string
 const dir = mkdtempSync(join(tmpdir(), 'hrt-fleet-github-'))
 
 beforeAll(async () => {
+  // The plan renders each cluster root: the pinned kustomize, not whatever is on PATH.
+  kustomize = await kustomizeBinary()
   api = await startGitHubApi()
   repo = createRepo()
   repo.write(fleetRepoFiles(specs, () => 'one'))
@@ -74,7 +78,7 @@ describe('fleet-summary with a GitHub token', () => {
   it('writes one check for the fleet and one sticky comment on the pull request, naming every cluster', async () => {
     api.addPullRequest(head, 7)
     const planFile = join(dir, 'fleet-plan.json')
-    expect(await main(['plan', '--clusters', 'discover', '--plan', planFile], io({}))).toBe(0)
+    expect(await main(['plan', '--clusters', 'discover', '--plan', planFile, '--kustomize-path', kustomize], io({}))).toBe(0)
     expect(readPlanFile(readFileSync(planFile, 'utf8'), planFile).range.head).toBe(head)
     const results = join(dir, 'results')
     mkdirSync(results)

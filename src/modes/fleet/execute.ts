@@ -4,6 +4,7 @@
 import type { ClusterClient } from '../../kube/cluster.ts'
 import type { GitReader } from '../../git/reader.ts'
 import { pathFilter } from '../../core/plan.ts'
+import { ConfigurationError } from '../../lib/errors.ts'
 import type { TriggerReport } from '../../engine/result.ts'
 import type { Settings } from '../../settings.ts'
 import type { Logger } from '../../engine/ports.ts'
@@ -46,7 +47,14 @@ export async function executeClusterPart(
 ): Promise<ExecutedPart> {
   const started = deps.clock.now()
   const s = settingsForPart(settings, plan, part, deps.log)
+  if (s.apply && part.rendered === true) {
+    // The plan file holds digests, not the rendered objects (a Secret's values never go into it).
+    throw new ConfigurationError(
+      `Cluster ${part.name}'s part was planned on its root rendered by kustomize, and apply: true cannot apply rendered objects from a plan file: let kustomize-controller apply them (the run waits for it), or run trigger with cluster-root ${part.root} on that cluster.`,
+    )
+  }
   const headFiles = s.apply ? await (await deps.git()).headFiles(plan.range.head, pathFilter(part.paths)) : []
-  const report = await executePlan({ range: plan.range, plan: part.plan, headFiles }, s, context, { ...deps, connect: () => deps.connect(part) })
+  const prepared = { range: plan.range, plan: part.plan, headFiles, ...(part.renderedReleases === undefined ? {} : { knownReleases: part.renderedReleases }) }
+  const report = await executePlan(prepared, s, context, { ...deps, connect: () => deps.connect(part) })
   return { report, result: clusterResultOf(part, report, s.failOn, deps.clock.now() - started) }
 }

@@ -3,18 +3,40 @@
 // planning again. Pure: no git, no cluster, no file system.
 
 import { ConfigurationError } from '../../lib/errors.ts'
-import type { FileProblem, PlainDigest, KeyChange, Origin, Plan, PlannedRelease, PlannedSource, PlannedTarget, SourceId } from '../../core/model.ts'
+import type {
+  PlainDigest,
+  FieldValue,
+  FileProblem,
+  KeyChange,
+  KeyEdit,
+  Origin,
+  Plan,
+  PlannedRead,
+  PlannedRelease,
+  PlannedSource,
+  PlannedTarget,
+  SourceId,
+  SpecChange,
+} from '../../core/model.ts'
 import type { PlanOptions } from '../../core/plan.ts'
 import type { Range } from '../../git/range.ts'
 import type { ClusterTarget } from './clusters.ts'
 
-export const PLAN_FILE_VERSION = 1
+// 2: rendered parts (where each key was edited, renamed generated sources, releases whose spec changed).
+export const PLAN_FILE_VERSION = 2
 const PLAN_FILE_KIND = 'helmrelease-trigger/fleet-plan'
 
 export interface ClusterPlan extends ClusterTarget {
-  /** The globs the cluster's part was planned over. */
+  /** The globs of the cluster's tree (what `apply: true` reads for a part planned file by file). */
   readonly paths: readonly string[]
   readonly plan: Plan
+  /** Planned on the cluster's root rendered as Flux applies it; absent: file by file over its tree. */
+  readonly rendered?: boolean
+  /**
+   * Rendered parts: the HelmReleases (`namespace/name`) the rendered commit holds. They were
+   * planned with the read-key rule, so discovery in the cluster adds only other releases.
+   */
+  readonly renderedReleases?: readonly string[]
 }
 
 export interface FleetPlan {
@@ -151,6 +173,8 @@ function readCluster(value: unknown, r: Reader): ClusterPlan {
     secret: r.in('secret').string(c['secret']),
     wave: r.in('wave').count(c['wave']),
     paths: r.in('paths').strings(c['paths']),
+    ...(c['rendered'] === undefined ? {} : { rendered: r.in('rendered').bool(c['rendered']) }),
+    ...(c['renderedReleases'] === undefined ? {} : { renderedReleases: r.in('renderedReleases').strings(c['renderedReleases']) }),
     plan: {
       sources: r
         .in('plan.sources')
@@ -164,8 +188,14 @@ function readCluster(value: unknown, r: Reader): ClusterPlan {
         .in('plan.problems')
         .list(plan['problems'])
         .map((p, i) => readProblem(p, r.in(`plan.problems[${i}]`))),
+      ...(plan['notes'] === undefined ? {} : { notes: r.in('plan.notes').strings(plan['notes']) }),
     },
   }
+}
+
+function readOrigin(value: unknown, r: Reader): Origin {
+  const o = r.record(value)
+  return { file: r.in('file').string(o['file']), line: r.in('line').count(o['line']) }
 }
 
 function readSource(value: unknown, r: Reader): PlannedSource {
@@ -173,7 +203,6 @@ function readSource(value: unknown, r: Reader): PlannedSource {
   const kind = r.in('kind').kind(s['kind'])
   const change = s['change']
   if (change !== 'added' && change !== 'modified' && change !== 'deleted') throw r.in('change').bad('added, modified or deleted')
-  const origin = r.in('origin').record(s['origin'])
   return {
     kind,
     namespace: r.in('namespace').string(s['namespace']),
@@ -183,7 +212,7 @@ function readSource(value: unknown, r: Reader): PlannedSource {
     ...(s['digest'] === undefined ? {} : { digest: r.in('digest').digest(s['digest']) }),
     ...(s['previousDigest'] === undefined ? {} : { previousDigest: r.in('previousDigest').digest(s['previousDigest']) }),
     encrypted: r.in('encrypted').bool(s['encrypted']),
-    origin: { file: r.in('origin.file').string(origin['file']), line: r.in('origin.line').count(origin['line']) } satisfies Origin,
+    origin: readOrigin(s['origin'], r.in('origin')),
     targets: r
       .in('targets')
       .list(s['targets'])
@@ -208,6 +237,18 @@ function readSource(value: unknown, r: Reader): PlannedSource {
             .list(s['keyChanges'])
             .map((k, i) => readKeyChange(k, r.in(`keyChanges[${i}]`))),
         }),
+    ...(s['edits'] === undefined
+      ? {}
+      : {
+          edits: r
+            .in('edits')
+            .list(s['edits'])
+            .map((e, i): KeyEdit => {
+              const er = r.in(`edits[${i}]`)
+              return { key: er.in('key').string(er.record(e)['key']), ...readOrigin(e, er) }
+            }),
+        }),
+    ...(s['renamedFrom'] === undefined ? {} : { renamedFrom: r.in('renamedFrom').sourceId(s['renamedFrom']) }),
   }
 }
 
@@ -227,7 +268,7 @@ function readRelease(value: unknown, r: Reader): PlannedRelease {
     sources: r
       .in('sources')
       .list(p['sources'])
-      .map((s, i) => {
+      .map((s, i): PlannedRead => {
         const sr = r.in(`sources[${i}]`)
         const source = sr.record(s)
         return {
@@ -235,7 +276,30 @@ function readRelease(value: unknown, r: Reader): PlannedRelease {
           // A Secret's digest is never in the file (keyed once the cluster's part holds the key).
           ...(source['digest'] === undefined ? {} : { digest: sr.in('digest').digest(source['digest']) }),
           encrypted: sr.in('encrypted').bool(source['encrypted']),
+          ...(source['origin'] === undefined ? {} : { origin: readOrigin(source['origin'], sr.in('origin')) }),
         }
+      }),
+    ...(p['spec'] === undefined ? {} : { spec: readSpec(p['spec'], r.in('spec')) }),
+  }
+}
+
+/** A release whose rendered spec changed: what the cluster part waits for (never patched for it alone). */
+function readSpec(value: unknown, r: Reader): SpecChange {
+  const s = r.record(value)
+  const change = s['change']
+  if (change !== 'added' && change !== 'modified') throw r.in('change').bad('added or modified')
+  return {
+    change,
+    origin: readOrigin(s['origin'], r.in('origin')),
+    fields: r.in('fields').strings(s['fields']),
+    expect: r
+      .in('expect')
+      .list(s['expect'])
+      .map((e, i): FieldValue => {
+        const er = r.in(`expect[${i}]`)
+        const entry = er.record(e)
+        // A removed field is written without `value` (JSON has no undefined).
+        return { path: er.in('path').strings(entry['path']), value: entry['value'] }
       }),
   }
 }

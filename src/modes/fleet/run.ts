@@ -13,7 +13,7 @@ import type { Clock, Logger } from '../../engine/ports.ts'
 import type { RunContext } from '../trigger/pipeline.ts'
 import { executeClusterPart, type ExecutedPart } from './execute.ts'
 import { clusterPart, readPlanFile, writePlanFile, type ClusterPlan, type FleetPlan } from './fleet-plan.ts'
-import { planFleet } from './fleet-planner.ts'
+import { planFleet, type FleetRendering } from './fleet-planner.ts'
 import { readResultFile, writeResultFile, type ClusterResult } from './fleet-result.ts'
 import type { FleetReport } from './fleet-summary.ts'
 import { gatherResults, runRollout } from './rollout.ts'
@@ -25,11 +25,13 @@ export interface FleetDeps {
   readonly clock: Clock
   readonly log: Logger
   readonly outcome?: OutcomeWaiter
+  /** This repository's URL, when known (renders name their GitRepository by it). */
+  readonly repositoryUrl?: string | undefined
 }
 
 /** Plans the fleet and, with plan-file, saves it. */
-export async function runFleetPlan(settings: Settings, context: RunContext, git: GitReader): Promise<FleetPlan> {
-  const plan = await planFleet(settings, context, git)
+export async function runFleetPlan(settings: Settings, context: RunContext, git: GitReader, rendering: FleetRendering = {}): Promise<FleetPlan> {
+  const plan = await planFleet(settings, context, git, rendering)
   if (settings.planFile !== undefined) await writeText(settings.planFile, writePlanFile(plan), 'plan file')
   return plan
 }
@@ -61,7 +63,7 @@ export async function runFleet(settings: Settings, context: RunContext, deps: Fl
   const plan =
     settings.planFile !== undefined && settings.clusters === undefined
       ? await loadPlan(settings.planFile)
-      : await runFleetPlan(settings, context, await deps.git())
+      : await runFleetPlan(settings, context, await deps.git(), { repositoryUrl: deps.repositoryUrl })
   const contextOf = (cluster: ClusterPlan) => settings.clusterContexts.get(cluster.name) ?? cluster.name
   const clusters = await runRollout(
     plan,

@@ -38,7 +38,7 @@ export function clusterPaths(root: string, headFiles: readonly HeadFile[]): stri
 }
 
 /** `path` is `dir` or below it ('' is the repository root). */
-function within(path: string, dir: string): boolean {
+export function within(path: string, dir: string): boolean {
   return dir === '' || path === dir || path.startsWith(`${dir}/`)
 }
 

@@ -69,6 +69,8 @@ export interface PreparedPlan {
   readonly headFiles: readonly HeadFile[]
   /** Present when the plan was made on rendered objects: `apply: true` applies those. */
   readonly rendered?: RenderedChange
+  /** A rendered plan read back from a fleet plan file: the releases its rendered commit held (`namespace/name`). */
+  readonly knownReleases?: readonly string[]
 }
 
 /** The plan's options, from the settings. */
@@ -151,7 +153,7 @@ export async function executePlan(
   const cluster = await deps.connect()
   if (settings.discover) {
     // Releases the rendered repository holds were planned with the key rule; the cluster adds only the others.
-    const known = rendered === undefined ? new Set<string>() : renderedReleaseKeys(rendered.head)
+    const known = rendered === undefined ? new Set(prepared.knownReleases) : renderedReleaseKeys(rendered.head)
     const live = await clusterReleases(cluster, plan, base.notes, deps.log)
     plan = retarget(
       plan,

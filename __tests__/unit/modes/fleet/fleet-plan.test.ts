@@ -11,7 +11,9 @@ import { matrixOf, readPlanFile, releasesByCluster, writePlanFile, type FleetPla
 import { fleetPlanOutputs } from '../../../../src/modes/fleet/fleet-plan-report.ts'
 import { scopedPlanner } from '../../../../src/modes/fleet/fleet-planner.ts'
 import { clusterPaths } from '../../../../src/modes/fleet/scope.ts'
+import { planRendered } from '../../../../src/core/plan-rendered.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../../../test/support/fleet-repo.ts'
+import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
 
 const bytes = (text: string) => ({ type: 'file' as const, bytes: new TextEncoder().encode(text) })
 
@@ -139,14 +141,54 @@ describe('the plan file', () => {
     expect(readPlanFile(writePlanFile(plan), 'plan.json')).toEqual(plan)
   })
 
+  it('reads back a rendered part whole: where each key was edited, renamed generated sources, spec changes and notes', () => {
+    const values = (name: string, text: string, extra: Record<string, string> = {}) =>
+      renderedSource({
+        name,
+        labels: { 'nebius.ai/helmrelease-trigger-operator': 'true' },
+        data: { 'values.yaml': text, ...extra },
+        keyOrigins: { 'values.yaml': { file: 'apps/base/web/values.yaml', line: 1 } },
+      })
+    const web = (cm: string, version: string) => release({ name: 'web', version, valuesFrom: [{ kind: 'ConfigMap', name: cm }] })
+    const api = (values: Record<string, unknown> | undefined) => release({ name: 'api', ...(values ? { values } : {}) })
+    const plan = planRendered({
+      base: repo([values('web-values-5tb6k2hm4f', 'a: 1\nb: 1\n'), web('web-values-5tb6k2hm4f', '1.0.0'), api({ replicas: 2, gone: true })]),
+      head: repo([values('web-values-c8h9b7t2g6', 'a: 1\nb: 2\n'), web('web-values-c8h9b7t2g6', '1.1.0'), api({ replicas: 3 })], {
+        notRendered: [{ kustomization: 'flux-system/remote', reason: 'it uses remote bases' }],
+      }),
+      fullSync: false,
+      options: OPTIONS,
+    })
+    // What the rendered plan carries beyond a file-by-file one, so the round trip below covers it.
+    expect(plan.sources[0]).toMatchObject({ renamedFrom: 'ConfigMap/apps/web-values-5tb6k2hm4f', edits: [{ key: 'values.yaml', line: 2 }] })
+    expect(plan.releases.map((r) => [r.name, r.spec?.fields, r.sources.map((s) => s.origin)])).toEqual([
+      ['api', ['spec.values.gone', 'spec.values.replicas'], []],
+      ['web', ['spec.chart.spec.version', 'spec.valuesFrom'], [{ file: 'apps/base/web/values.yaml', line: 2 }]],
+    ])
+    expect(plan.notes).toHaveLength(1)
+    const [target] = assignWaves([{ name: 'staging', root: 'clusters/staging' }], [])
+    if (target === undefined) throw new Error('no target')
+    const fleet: FleetPlan = {
+      range: RANGE,
+      options: OPTIONS,
+      waves: 1,
+      clusters: [{ ...target, paths: ['clusters/staging/**'], plan, rendered: true, renderedReleases: ['apps/api', 'apps/web'] }],
+    }
+    const read = readPlanFile(writePlanFile(fleet), 'plan.json')
+    expect(read).toEqual(fleet)
+    // A removed field is expected absent after the round trip too (JSON has no undefined).
+    const gone = read.clusters[0]?.plan.releases[0]?.spec?.expect.find((e) => e.path.join('.') === 'values.gone')
+    expect(gone).toEqual({ path: ['values', 'gone'], value: undefined })
+  })
+
   it('names the file and the field when damaged, and the version when from another release', async () => {
     const json = JSON.parse(writePlanFile(await planOf(['staging/web'])))
     json.clusters[2].plan.releases[0].sources[0].digest = 'sha256:short'
     expect(() => readPlanFile(JSON.stringify(json), 'fleet-plan.json')).toThrow(
       'fleet-plan.json: clusters[2].plan.releases[0].sources[0].digest must be a digest sha256:<64 hex>; the plan file is damaged, plan again.',
     )
-    expect(() => readPlanFile(JSON.stringify({ ...json, version: 2 }), 'fleet-plan.json')).toThrow(
-      'fleet-plan.json is plan file version 2; this helmrelease-trigger reads version 1: plan and trigger with the same release.',
+    expect(() => readPlanFile(JSON.stringify({ ...json, version: 1 }), 'fleet-plan.json')).toThrow(
+      'fleet-plan.json is plan file version 1; this helmrelease-trigger reads version 2: plan and trigger with the same release.',
     )
     expect(() => readPlanFile('{', 'fleet-plan.json')).toThrow('fleet-plan.json is not JSON')
   })
