@@ -10,6 +10,7 @@ import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { triggerSecret } from '../../test/support/manifests.ts'
 import { FIELD_MANAGER } from '../../src/kube/cluster.ts'
 
 const cluster = useCluster()
@@ -436,19 +437,7 @@ async function secretScenario(prefix: string): Promise<Scenario & { keyNamespace
   const keyNamespace = await cluster.createNamespace(`${prefix}-key`)
   await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'Secret', name: 'creds' }] })
   await cluster.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'creds', namespace }, stringData: { pin: '483920' } } })
-  const manifest = (pin: string) => `apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-  namespace: ${namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: web
-    nebius.ai/helmreleases-namespace: ${namespace}
-stringData:
-  pin: "${pin}"
-`
+  const manifest = (pin: string) => triggerSecret({ name: 'creds', namespace, releases: 'web', stringData: { pin } })
   const repo = createRepo()
   repos.push(repo)
   repo.write({ 'secret.yaml': manifest('105733') })

@@ -18,6 +18,7 @@ import { runTrigger } from '../../src/modes/trigger/pipeline.ts'
 import { parseSettings } from '../../src/settings.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { triggerSecret } from '../../test/support/manifests.ts'
 import { startWatch, type WatchHandle } from '../../test/support/watch.ts'
 
 const cluster = useCluster()
@@ -85,19 +86,7 @@ describe('the digest key', () => {
 })
 
 describe('trigger: migration from unkeyed Secret digests', () => {
-  const manifest = (namespace: string, pin: string) => `apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-  namespace: ${namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: web
-    nebius.ai/helmreleases-namespace: ${namespace}
-stringData:
-  pin: "${pin}"
-`
+  const manifest = (namespace: string, pin: string) => triggerSecret({ name: 'creds', namespace, releases: 'web', stringData: { pin } })
 
   async function run(repo: Repo, before: string, after: string, keyNamespace: string): Promise<{ report: TriggerReport; log: string[] }> {
     const inputs: Record<string, string> = { kubeconfig, wait: 'false', timeout: '20s', 'digest-key-namespace': keyNamespace }

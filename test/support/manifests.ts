@@ -38,6 +38,29 @@ ${values}
 `
 }
 
+/** A Secret labelled and annotated to trigger HelmReleases, with the default prefix; each stringData value quoted. */
+export function triggerSecret(o: {
+  readonly name: string
+  readonly namespace: string
+  readonly releases: string
+  readonly stringData: Readonly<Record<string, string>>
+}): string {
+  const entries = Object.entries(o.stringData).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+  return `apiVersion: v1
+kind: Secret
+metadata:
+  name: ${o.name}
+  namespace: ${o.namespace}
+  labels:
+    nebius.ai/helmrelease-trigger-operator: "true"
+  annotations:
+    nebius.ai/helmreleases-name: ${o.releases}
+    nebius.ai/helmreleases-namespace: ${o.namespace}
+stringData:
+${entries.join('\n')}
+`
+}
+
 /** A HelmRelease reading ConfigMap app-values, for the discover lint tests (git and CLI alike). */
 export const DISCOVER_RELEASE = `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
