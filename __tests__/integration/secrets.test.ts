@@ -224,7 +224,8 @@ describe('no secret is shown, with the runner in debug mode', () => {
     const sa = await cluster.serviceAccountToken(f.namespace, 'nobody')
     const forbidden = await act(f, { kubeconfig: kubeconfigText({ token: sa }), force: 'true' })
     expect(forbidden.exitCode).toBe(1)
-    expect(visible(forbidden)).toContain('Forbidden: cannot get secrets db')
+    // The first read refused: the digest key (a release reads a Secret), before any source.
+    expect(visible(forbidden)).toContain('Forbidden: cannot get secrets helmrelease-trigger-digest-key')
     expect(leaks(forbidden, [sa, ...f.data])).toEqual([])
 
     const port = await closedPort()
