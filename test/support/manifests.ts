@@ -24,14 +24,7 @@ export function triggerConfigMap(o: TriggerSourceOptions): string {
     .join('\n')
   return `apiVersion: v1
 kind: ConfigMap
-metadata:
-  name: ${o.name}
-  namespace: ${o.namespace}
-  labels:
-    nebius.ai/helmrelease-trigger-operator: "true"
-  annotations:
-    nebius.ai/helmreleases-name: ${o.releases}
-    nebius.ai/helmreleases-namespace: ${o.releaseNamespace ?? o.namespace}
+${triggerMetadata(o)}
 data:
   values.yaml: |
 ${values}
@@ -48,17 +41,22 @@ export function triggerSecret(o: {
   const entries = Object.entries(o.stringData).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
   return `apiVersion: v1
 kind: Secret
-metadata:
+${triggerMetadata(o)}
+stringData:
+${entries.join('\n')}
+`
+}
+
+/** The metadata block that labels and annotates a source to trigger its releases. */
+function triggerMetadata(o: Pick<TriggerSourceOptions, 'name' | 'namespace' | 'releases' | 'releaseNamespace'>): string {
+  return `metadata:
   name: ${o.name}
   namespace: ${o.namespace}
   labels:
     nebius.ai/helmrelease-trigger-operator: "true"
   annotations:
     nebius.ai/helmreleases-name: ${o.releases}
-    nebius.ai/helmreleases-namespace: ${o.namespace}
-stringData:
-${entries.join('\n')}
-`
+    nebius.ai/helmreleases-namespace: ${o.releaseNamespace ?? o.namespace}`
 }
 
 /** A HelmRelease reading ConfigMap app-values, for the discover lint tests (git and CLI alike). */
