@@ -3,10 +3,9 @@
 // two commits of a range and read in batches, so a one-app commit costs its closures, not the
 // repository. A build gets the files of its closure written into a work directory of its own.
 
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, posix } from 'node:path'
 import type { ObjectSession, TreeBlob } from '../git/reader.ts'
-import { mapLimit } from '../lib/concurrency.ts'
 
 /** The files a kustomize build can see: a commit's tree, an artifact laid out from one, a filtered one. */
 export interface TreeView {
@@ -168,19 +167,18 @@ export function filteredView(view: TreeView, keep: (path: string) => boolean): T
   }
 }
 
-/** Files written at once into a build's work directory; the disk, not the CPU, is the limit. */
-const WRITE_CONCURRENCY = 8
-
-/** Writes `paths` of `view` under `directory` (which need not exist), content read in one batch. */
+/**
+ * Writes `paths` of `view` under `directory` (which need not exist), content read in one batch.
+ * The writes are synchronous: a closure is many small files, and three thread-pool round trips
+ * per file (open, write, close) cost the main thread more than the write itself.
+ */
 export async function writeFiles(view: TreeView, directory: string, paths: readonly string[]): Promise<void> {
   await view.prefetch(paths)
+  const contents = await Promise.all(paths.map(async (path) => [path, await view.bytes(path)] as const))
   const parents = new Set(paths.map((p) => posix.dirname(p)))
   // A parent that holds another listed directory is made by that one's recursive mkdir.
   const leaves = [...parents].filter((d) => ![...parents].some((o) => o.startsWith(`${d}/`)))
-  await mkdir(directory, { recursive: true })
-  await mapLimit(leaves, WRITE_CONCURRENCY, (dir) => mkdir(join(directory, dir), { recursive: true }))
-  await mapLimit(paths, WRITE_CONCURRENCY, async (path) => {
-    const bytes = await view.bytes(path)
-    if (bytes !== undefined) await writeFile(join(directory, path), bytes)
-  })
+  mkdirSync(directory, { recursive: true })
+  for (const dir of leaves) mkdirSync(join(directory, dir), { recursive: true })
+  for (const [path, bytes] of contents) if (bytes !== undefined) writeFileSync(join(directory, path), bytes)
 }
