@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import { access, constants } from 'node:fs/promises'
 import { delimiter, join } from 'node:path'
 import { ConfigurationError } from '../lib/errors.ts'
+import { BuildLanes } from './build-lanes.ts'
 
 export type BuildResult = { readonly ok: true; readonly output: string } | { readonly ok: false; readonly error: string }
 
@@ -47,10 +48,18 @@ export async function locateKustomize(options: LocateOptions = {}): Promise<Kust
 
 /** A kustomize (or `kubectl` with `kustomize` as first argument) at a known path. */
 export function kustomizeAt(executable: string, prefix: readonly string[], description = executable): Kustomize {
-  const subcommand = prefix.length > 0 ? prefix : ['build']
+  const command = [executable, ...(prefix.length > 0 ? prefix : ['build']), '--load-restrictor', 'LoadRestrictionsNone']
+  const lanes = new BuildLanes(command, BUILD_ENV(), OUTPUT_LIMIT)
   return {
     description,
-    build: (directory, options) => run(executable, [...subcommand, '--load-restrictor', 'LoadRestrictionsNone', directory], options?.signal),
+    build: async (directory, options) => {
+      if (!BuildLanes.carries(directory)) return run(command, directory, options?.signal)
+      const outcome = await lanes.run(directory, options?.signal)
+      if (outcome.kind === 'failed') return { ok: false, error: outcome.error }
+      if (outcome.kind === 'overflow') return { ok: false, error: OVERFLOW }
+      if (outcome.code === 0) return { ok: true, output: outcome.output }
+      return { ok: false, error: failure(outcome.errors, outcome.code) }
+    },
   }
 }
 
@@ -70,10 +79,19 @@ async function isExecutable(path: string): Promise<boolean> {
   )
 }
 
-function run(executable: string, args: readonly string[], signal: AbortSignal | undefined): Promise<BuildResult> {
+/** No network credentials, no plugins: kustomize-controller builds with plugins disabled too. */
+const BUILD_ENV = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' })
+const OVERFLOW = `the build printed more than ${OUTPUT_LIMIT / 1024 / 1024} MiB`
+
+function failure(stderr: string, code: number | null): string {
+  return boundedError(stderr) || `exit ${code ?? 'by signal'}`
+}
+
+/** A build spawned from Node itself, for a directory a lane cannot carry. */
+function run(command: readonly string[], directory: string, signal: AbortSignal | undefined): Promise<BuildResult> {
   return new Promise((resolve) => {
-    // No network credentials, no plugins: kustomize-controller builds with plugins disabled too.
-    const child = spawn(executable, args, { stdio: ['ignore', 'pipe', 'pipe'], signal, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' } })
+    const [executable = '', ...args] = command
+    const child = spawn(executable, [...args, directory], { stdio: ['ignore', 'pipe', 'pipe'], signal, env: BUILD_ENV() })
     const out: Buffer[] = []
     let outBytes = 0
     const err: Buffer[] = []
@@ -94,9 +112,9 @@ function run(executable: string, args: readonly string[], signal: AbortSignal | 
     })
     child.on('error', (error) => resolve({ ok: false, error: boundedError(error.message) }))
     child.on('close', (code) => {
-      if (overflow) resolve({ ok: false, error: `the build printed more than ${OUTPUT_LIMIT / 1024 / 1024} MiB` })
+      if (overflow) resolve({ ok: false, error: OVERFLOW })
       else if (code === 0) resolve({ ok: true, output: Buffer.concat(out).toString('utf8') })
-      else resolve({ ok: false, error: boundedError(Buffer.concat(err).toString('utf8')) || `exit ${code ?? 'by signal'}` })
+      else resolve({ ok: false, error: failure(Buffer.concat(err).toString('utf8'), code) })
     })
   })
 }
