@@ -4,6 +4,7 @@
 //
 //   --quick             the subset
 //   --only=plan,fanout  some scenarios only (see SCENARIOS)
+//   HELMRELEASE_TRIGGER_BENCH_PEER=<binary>  runs that operator beside watch (BENCHMARKS.md)
 //
 // A new scenario is a module returning a ScenarioResult, one entry in SCENARIOS and its
 // sizes in both profiles.
@@ -89,12 +90,18 @@ const QUICK: Profile = {
 
 type Log = (line: string) => void
 
+/** The operator to run beside watch, built by hand (BENCHMARKS.md says how): HELMRELEASE_TRIGGER_BENCH_PEER=<binary>. */
+function peerOf(env: NodeJS.ProcessEnv): { readonly binary: string; readonly name: string } | undefined {
+  const binary = env.HELMRELEASE_TRIGGER_BENCH_PEER
+  return binary === undefined || binary === '' ? undefined : { binary, name: 'nebius/helmrelease-trigger-operator' }
+}
+
 /** Every scenario, in the order a run takes them: how it runs with its part of the profile. */
 const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) => Promise<ScenarioResult<ScenarioRows[N]>> } = {
   plan: (profile, log) => planScenario({ ...profile.plan, log }),
   fanout: (profile, log) => fanoutScenario({ ...profile.fanout, log }),
   helm: (profile, log) => helmScenario({ ...profile.helm, log }),
-  watch: (profile, log) => watchScenario({ ...profile.watch, log }),
+  watch: (profile, log) => watchScenario({ ...profile.watch, peer: peerOf(process.env), log }),
   discover: (profile, log) => discoverScenario({ ...profile.discover, log }),
   start: (profile, log) => startScenario({ ...profile.start, log }),
   render: (profile, log) => renderScenario({ ...profile.render, log }),

@@ -1,10 +1,13 @@
 // Our watch mode as users run it: the bundled `dist/cli.js watch` in a process of its own,
-// JSON logs on stdout, /metrics on a free loopback port. The scenarios read its log lines
+// with the node flags of the image deploy/watch runs (the Dockerfile's ENTRYPOINT), JSON logs
+// on stdout, /metrics on a free loopback port. The scenarios read its log lines
 // (each trigger logs the release, its token and the event-to-patch latency) and its RSS.
 
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { DIST_DIR } from '../test/support/action.ts'
 import { poll, sleep } from './lib.ts'
 
@@ -36,11 +39,21 @@ export interface WatchProcess {
 
 export const TRIGGERED = 'release triggered'
 
+/** The node flags of the image's ENTRYPOINT (`["node", <flags>…, "/app/cli.js"]`). */
+export const IMAGE_NODE_FLAGS: readonly string[] = imageNodeFlags(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'Dockerfile'), 'utf8'))
+
+function imageNodeFlags(dockerfile: string): readonly string[] {
+  const entrypoint = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1]
+  const words = entrypoint === undefined ? [] : (JSON.parse(entrypoint) as string[])
+  if (words[0] !== 'node') throw new Error(`the Dockerfile's ENTRYPOINT is not ["node", …]: ${entrypoint ?? 'none'}`)
+  return words.slice(1).filter((w) => w.startsWith('--'))
+}
+
 export async function startWatchProcess(options: WatchProcessOptions): Promise<WatchProcess> {
   const args = [join(DIST_DIR, 'cli.js'), 'watch', '--kubeconfig', options.kubeconfigPath, '--debounce', '0', '--log-format', 'json']
   args.push('--metrics-address', '127.0.0.1:0', ...options.namespaces.flatMap((ns) => ['--namespaces', ns]))
-  // BENCH_WATCH_NODE_ARGS: node flags for our process only, e.g. '--cpu-prof --cpu-prof-dir=DIR' to profile it.
-  const nodeArgs = (process.env['BENCH_WATCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '')
+  // BENCH_WATCH_NODE_ARGS: more node flags for our process only, e.g. '--cpu-prof --cpu-prof-dir=DIR' to profile it.
+  const nodeArgs = [...IMAGE_NODE_FLAGS, ...(process.env['BENCH_WATCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '')]
   const child = spawn(process.execPath, [...nodeArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   const lines: LogLine[] = []
   const other: string[] = []
