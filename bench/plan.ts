@@ -155,7 +155,7 @@ ${env}
 `
 }
 
-function releaseManifest(i: number): string {
+export function releaseManifest(i: number): string {
   const name = appName(i)
   return `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease

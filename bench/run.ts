@@ -20,6 +20,7 @@ import { fanoutScenario, type FanoutRow } from './fanout.ts'
 import { helmScenario, type HelmRow } from './helm.ts'
 import { fig, formatTable, now, round, yes, type Figure, type ScenarioResult, type Target } from './lib.ts'
 import { planScenario, type PlanRow } from './plan.ts'
+import { parseScenario, type ParseRow } from './parse.ts'
 import { renderScenario, type RenderRow } from './render.ts'
 import { startScenario, type StartRow } from './start.ts'
 import { watchScenario, type WatchRow } from './watch.ts'
@@ -31,6 +32,7 @@ export const CHART_PATH = join(BENCH_DIR, 'scaling.svg')
 /** The rows each scenario reports, by name. */
 interface ScenarioRows {
   plan: PlanRow
+  parse: ParseRow
   fanout: FanoutRow
   helm: HelmRow
   watch: WatchRow
@@ -44,6 +46,7 @@ interface Profile {
   /** What a run without --only runs. */
   readonly scenarios: readonly ScenarioName[]
   readonly plan: { readonly sizes: readonly number[]; readonly reps: number; readonly breakdown: boolean }
+  readonly parse: { readonly sizes: readonly number[]; readonly reps: number }
   readonly fanout: {
     readonly sizes: readonly number[]
     readonly concurrencies: readonly number[]
@@ -65,8 +68,9 @@ interface Profile {
 }
 
 const FULL: Profile = {
-  scenarios: ['plan', 'fanout', 'helm', 'watch', 'discover', 'start', 'render'],
+  scenarios: ['plan', 'parse', 'fanout', 'helm', 'watch', 'discover', 'start', 'render'],
   plan: { sizes: [100, 1_000, 5_000, 10_000], reps: 3, breakdown: true },
+  parse: { sizes: [1_000, 5_000], reps: 5 },
   fanout: { sizes: [10, 100, 1_000, 5_000], concurrencies: [10, 50], reps: 3, kubectlSizes: [10, 100] },
   helm: { changes: 15 },
   watch: { rates: [1, 10, 100], seconds: 10, maxChanges: 1_000, sources: [1_000, 10_000], unlabelled: 10_000, memoryRuns: 2 },
@@ -78,8 +82,9 @@ const FULL: Profile = {
 // Fan-out stops at 100 releases here, and watch and discover run only when asked for (--only),
 // to stay within a minute.
 const QUICK: Profile = {
-  scenarios: ['plan', 'fanout', 'helm', 'start'],
+  scenarios: ['plan', 'parse', 'fanout', 'helm', 'start'],
   plan: { sizes: [100, 1_000], reps: 1, breakdown: false },
+  parse: { sizes: [1_000], reps: 3 },
   fanout: { sizes: [10, 100], concurrencies: [10], reps: 1, kubectlSizes: [10] },
   helm: { changes: 5 },
   watch: { rates: [1, 10, 100], seconds: 3, maxChanges: 300, sources: [1_000], unlabelled: 10_000, memoryRuns: 1 },
@@ -99,6 +104,7 @@ function peerOf(env: NodeJS.ProcessEnv): { readonly binary: string; readonly nam
 /** Every scenario, in the order a run takes them: how it runs with its part of the profile. */
 const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) => Promise<ScenarioResult<ScenarioRows[N]>> } = {
   plan: (profile, log) => planScenario({ ...profile.plan, log }),
+  parse: (profile, log) => parseScenario({ ...profile.parse, log }),
   fanout: (profile, log) => fanoutScenario({ ...profile.fanout, log }),
   helm: (profile, log) => helmScenario({ ...profile.helm, log }),
   watch: (profile, log) => watchScenario({ ...profile.watch, peer: peerOf(process.env), log }),
@@ -106,7 +112,7 @@ const SCENARIOS: { readonly [N in ScenarioName]: (profile: Profile, log: Log) =>
   start: (profile, log) => startScenario({ ...profile.start, log }),
   render: (profile, log) => renderScenario({ ...profile.render, log }),
 }
-const NAMES: readonly ScenarioName[] = ['plan', 'fanout', 'helm', 'watch', 'discover', 'start', 'render']
+const NAMES: readonly ScenarioName[] = ['plan', 'parse', 'fanout', 'helm', 'watch', 'discover', 'start', 'render']
 
 interface Args {
   readonly quick: boolean
