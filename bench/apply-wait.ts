@@ -5,22 +5,17 @@
 // Not part of `npm run bench`; run on its own:
 //   node --experimental-strip-types bench/apply-wait.ts
 
-import { KubeConfig } from '@kubernetes/client-node'
-import { createClusterClient, type ClusterClient } from '../src/kube/cluster.ts'
-import { createRawClient } from '../src/kube/raw-client.ts'
+import type { ClusterClient } from '../src/kube/cluster.ts'
 import { sourceChanges } from '../src/modes/trigger/source-changes.ts'
 import { startCluster } from '../test/support/cluster.ts'
+import { clusterClients } from './cluster-clients.ts'
 import { median, quantile, sleep } from './lib.ts'
 
 const CHANGES = 15
 const POLL_MS = 200
 const cluster = await startCluster({ flux: false, log: () => undefined })
 try {
-  const config = new KubeConfig()
-  config.loadFromFile(cluster.kubeconfigPath)
-  const server = config.getCurrentCluster()?.server ?? ''
-  const raw = createRawClient(config, server)
-  const client = createClusterClient(config, server)
+  const { raw, client } = clusterClients(cluster)
   const ref = { kind: 'ConfigMap', namespace: 'default', name: 'values' } as const
   const path = '/api/v1/namespaces/default/configmaps'
   const describe = { verb: 'create', resource: 'configmaps', group: '', namespace: 'default' } as const

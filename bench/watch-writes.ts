@@ -4,25 +4,20 @@
 // Not part of `npm run bench`; run on its own:
 //   node --experimental-strip-types bench/watch-writes.ts
 
-import { KubeConfig } from '@kubernetes/client-node'
 import { toHelmRelease } from '../src/core/helmrelease.ts'
-import { createClusterClient, type ClusterClient } from '../src/kube/cluster.ts'
+import type { ClusterClient } from '../src/kube/cluster.ts'
 import { leanWrites } from '../src/kube/lean-writes.ts'
-import { createRawClient } from '../src/kube/raw-client.ts'
 import { startCluster } from '../test/support/cluster.ts'
 import { HELM_RELEASE, helmRelease } from '../test/support/flux.ts'
+import { clusterClients } from './cluster-clients.ts'
 
 const PER_ROUND = 300
 const cluster = await startCluster({ flux: false, log: () => undefined })
 try {
-  const config = new KubeConfig()
-  config.loadFromFile(cluster.kubeconfigPath)
-  const server = config.getCurrentCluster()?.server ?? ''
-  const raw = createRawClient(config, server)
+  const { raw, client: generated } = clusterClients(cluster)
   const path = `/apis/${HELM_RELEASE.group}/${HELM_RELEASE.version}/namespaces/default/${HELM_RELEASE.plural}`
   const describe = { verb: 'create', resource: HELM_RELEASE.plural, group: HELM_RELEASE.group, namespace: 'default' } as const
   await raw.json({ method: 'POST', path, body: helmRelease({ namespace: 'default', name: 'app', valuesFrom: [] }), describe })
-  const generated = createClusterClient(config, server)
   const clients: readonly (readonly [string, ClusterClient])[] = [
     ['generated client', generated],
     ['plain client', { ...generated, ...leanWrites(raw) }],
