@@ -19,7 +19,7 @@ import { parseSettings } from '../../src/settings.ts'
 import { systemClock } from '../../src/engine/ports.ts'
 import { runAction } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { HELM_RELEASE } from '../../test/support/flux.ts'
+import { HELM_RELEASE, isObserved } from '../../test/support/flux.ts'
 import { driftChart, driftChartObjects, manyConfigMapsChart } from '../../test/support/drift-chart.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 import { tableUnder } from '../../test/support/markdown.ts'
@@ -151,7 +151,11 @@ describe('releases drift cannot compare', () => {
 
     // An upgrade interrupted mid-way leaves a pending-upgrade revision on top, as Helm writes it.
     // Suspended first: helm-controller would otherwise unlock it (mark it failed) on its next pass.
+    // It wakes on its own shortly after an install (its HelmChart settling), so the pending
+    // revision is written only once it has observed the suspension: its suspended pass records
+    // the new generation, and no pass with the older spec can follow.
     await cluster.custom.patchNamespacedCustomObject({ ...HELM_RELEASE, namespace: ns, name: 'pending', body: { spec: { suspend: true } } }, merge)
+    await cluster.waitFor(async () => isObserved(await cluster.getHelmRelease(ns, 'pending')), { timeoutMs: 60_000 })
     const v1 = await cluster.core.readNamespacedSecret({ namespace: ns, name: 'sh.helm.release.v1.pending.v1' })
     const stored = JSON.parse(gunzipSync(Buffer.from(Buffer.from(v1.data?.['release'] ?? '', 'base64').toString(), 'base64')).toString()) as Record<
       string,
