@@ -116,10 +116,11 @@ export async function startWatchProcess(options: WatchProcessOptions): Promise<W
   }
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   child.kill('SIGTERM')
-  const timedOut = await Promise.race([exited.then(() => false), sleep(10_000).then(() => true)])
+  const timedOut = await Promise.race([exited.then(() => false), sleep(graceMs).then(() => true)])
   if (timedOut) {
     child.kill('SIGKILL')
     await exited

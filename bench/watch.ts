@@ -23,7 +23,7 @@ import { HELM_RELEASE, helmRelease } from '../test/support/flux.ts'
 import { expectStatus, openSession, openWatch, type ApiSession, type ApiTarget, type ApiWatch } from './http2.ts'
 import { fig, mapLimit, median, ms, now, num, poll, quantile, ratio, sleep, target, yes, type Figure, type ScenarioResult, type Target } from './lib.ts'
 import type { FloorJob } from './watch-floor.ts'
-import { cpuSeconds, IMAGE_NODE_FLAGS, startWatchProcess, TRIGGERED, type WatchProcess } from './watch-process.ts'
+import { cpuSeconds, IMAGE_NODE_FLAGS, startWatchProcess, stopChild, TRIGGERED, type WatchProcess } from './watch-process.ts'
 
 export interface WatchOptions {
   /** Changes per second, each sustained for `seconds` (at most `maxChanges` changes). */
@@ -571,12 +571,7 @@ async function startPeer(peer: NonNullable<WatchOptions['peer']>, kubeconfigPath
   return {
     pid: child.pid,
     tail: () => (gone ? `it exited: ${out.slice(-1_000)}` : out.slice(-500)),
-    stop: async () => {
-      if (gone) return
-      child.kill('SIGTERM')
-      if (await Promise.race([exited.then(() => false), sleep(5_000).then(() => true)])) child.kill('SIGKILL')
-      await exited
-    },
+    stop: () => stopChild(child, exited, 5_000),
   }
 }
 
@@ -595,12 +590,7 @@ async function startFloor(job: FloorJob): Promise<Floor> {
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
   let gone = false
   void exited.then(() => (gone = true))
-  const stop = async (): Promise<void> => {
-    if (gone) return
-    child.kill('SIGTERM')
-    if (await Promise.race([exited.then(() => false), sleep(5_000).then(() => true)])) child.kill('SIGKILL')
-    await exited
-  }
+  const stop = (): Promise<void> => stopChild(child, exited, 5_000)
   try {
     await poll(
       async () => {
