@@ -60,7 +60,7 @@ try {
   step(`A Flux repository on the loopback git server (${remote.url}); Flux bootstrapped on ${CLUSTER_ROOT}`)
   await cluster.createNamespace(NS)
   const first = await remote.push(
-    { ...fluxTree({ namespace: NS, chartRepoUrl: cluster.chartRepoUrl }), ...generatedValuesApp(values('hello')) },
+    { ...fluxTree({ namespace: NS, chartRepoUrl: cluster.chartRepoUrl }), ...generatedValuesApp(NS, values('hello')) },
     'podinfo: initial values',
   )
   process.stdout.write(remote.work.git('ls-files') + '\n')

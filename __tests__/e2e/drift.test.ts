@@ -151,9 +151,9 @@ describe('releases drift cannot compare', () => {
 
     // An upgrade interrupted mid-way leaves a pending-upgrade revision on top, as Helm writes it.
     // Suspended first: helm-controller would otherwise unlock it (mark it failed) on its next pass.
-    // It wakes on its own shortly after an install (its HelmChart settling), so the pending
-    // revision is written only once it has observed the suspension: its suspended pass records
-    // the new generation, and no pass with the older spec can follow.
+    // A pass with the older spec can still be in flight (the install's own follow-up), so the
+    // pending revision is written only once it has observed the suspension: its suspended pass
+    // records the new generation, and no pass with the older spec can follow.
     await cluster.custom.patchNamespacedCustomObject({ ...HELM_RELEASE, namespace: ns, name: 'pending', body: { spec: { suspend: true } } }, merge)
     await cluster.waitFor(async () => isObserved(await cluster.getHelmRelease(ns, 'pending')), { timeoutMs: 60_000 })
     const v1 = await cluster.core.readNamespacedSecret({ namespace: ns, name: 'sh.helm.release.v1.pending.v1' })

@@ -131,9 +131,9 @@ describe('recover with the real helm-controller', () => {
         },
         { timeoutMs: 60_000 },
       )
-    // helm-controller also wakes on its own (another namespace's HelmRepository named `charts`
-    // requeues this HelmChart), and while it retries Ready is Unknown: recover rightly lists
-    // nothing then, and writes nothing. Run again until the settled failure is listed.
+    // helm-controller may still be retrying the failed release on its own, and while it does
+    // Ready is Unknown: recover rightly lists nothing then, and writes nothing. Run again until
+    // the settled failure is listed.
     const listed = (backoff: string) =>
       cluster.waitFor(
         async () => {

@@ -7,7 +7,7 @@ import { CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, set
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { useCluster } from '../../test/support/context.ts'
-import { HELM_RELEASE, HELM_REPOSITORY, REQUESTED_AT, condition, helmRelease, type FluxObject } from '../../test/support/flux.ts'
+import { HELM_RELEASE, HELM_REPOSITORY, REQUESTED_AT, chartRepositoryName, condition, helmRelease, type FluxObject } from '../../test/support/flux.ts'
 import { startCluster } from '../../test/support/cluster.ts'
 import { kubeConfigFromFile, waitFor } from '../../test/support/kube.ts'
 
@@ -36,7 +36,7 @@ describe('local cluster', () => {
     expect(read.kind).toBe('HelmRelease')
     expect(read.metadata.generation).toBe(1)
     expect(read.spec?.values).toEqual({ greeting: 'hi' })
-    expect(read.spec?.chart).toMatchObject({ spec: { chart: 'demo', sourceRef: { kind: 'HelmRepository', name: 'charts' } } })
+    expect(read.spec?.chart).toMatchObject({ spec: { chart: 'demo', sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } })
   })
 
   it('installs the demo chart with the real controllers and handles a reconcile request', async () => {
@@ -85,7 +85,7 @@ describe('local cluster', () => {
     await expect(cluster.publishChart({ name: chart, version: '1.1.0' })).rejects.toThrow(/409/)
     // source-controller re-reads index.yaml on its interval or on request.
     await cluster.custom.patchNamespacedCustomObject(
-      { ...HELM_REPOSITORY, namespace, name: 'charts', body: { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } } },
+      { ...HELM_REPOSITORY, namespace, name: chartRepositoryName(namespace), body: { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     )
     await cluster.waitFor(async () => (await readConfigMap(namespace, 'echo'))['demo.helmrelease-trigger.test/chart-version'] === '1.1.0', {

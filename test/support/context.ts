@@ -48,9 +48,9 @@ export interface ClusterHandle extends ProvidedCluster {
   kubeconfigFor(token: string, user?: string): Promise<string>
   publishChart(spec: ChartSpec): Promise<PublishedChart>
   waitFor: typeof waitFor
-  /** Server-side applies a HelmRepository for the loopback chart repository (name `charts`). */
+  /** Server-side applies a HelmRepository for the loopback chart repository (name `chartRepositoryName(namespace)`). */
   applyHelmRepository(namespace: string, options?: { name?: string; interval?: string }): Promise<FluxObject>
-  /** Server-side applies a HelmRelease (defaults: chart `demo`, version `*`, repository `charts`, interval 1h). */
+  /** Server-side applies a HelmRelease (defaults: chart `demo`, version `*`, the namespace's repository, interval 1h). */
   applyHelmRelease(options: HelmReleaseOptions): Promise<FluxObject>
   getHelmRelease(namespace: string, name: string): Promise<FluxObject>
   /** Merge-patches `reconcile.fluxcd.io/requestedAt`; returns the token written. */

@@ -51,11 +51,21 @@ export interface HelmRepositoryOptions {
   readonly interval?: string
 }
 
+/**
+ * The default HelmRepository name in a test namespace: a name of its own per namespace.
+ * source-controller requeues HelmCharts by repository name across all namespaces, so a
+ * repository shared by name would wake every other test's HelmRelease (helm-controller
+ * reconciles when its HelmChart turns Ready again) while that test expects it idle.
+ */
+export function chartRepositoryName(namespace: string): string {
+  return `charts-${namespace}`
+}
+
 export function helmRepository(options: HelmRepositoryOptions): FluxObject {
   return {
     apiVersion: `${HELM_REPOSITORY.group}/${HELM_REPOSITORY.version}`,
     kind: HELM_REPOSITORY.kind,
-    metadata: { name: options.name ?? 'charts', namespace: options.namespace },
+    metadata: { name: options.name ?? chartRepositoryName(options.namespace), namespace: options.namespace },
     spec: { url: options.url, interval: options.interval ?? '1m' },
   }
 }
@@ -67,7 +77,7 @@ export interface HelmReleaseOptions {
   readonly chart?: string
   /** Semver range; default `*` (the newest). */
   readonly version?: string
-  /** HelmRepository name in the same namespace; default `charts`. */
+  /** HelmRepository name in the same namespace; default `chartRepositoryName(namespace)`. */
   readonly repository?: string
   readonly interval?: string
   readonly values?: Readonly<Record<string, unknown>>
@@ -86,7 +96,7 @@ export function helmRelease(options: HelmReleaseOptions): FluxObject {
       spec: {
         chart: options.chart ?? 'demo',
         version: options.version ?? '*',
-        sourceRef: { kind: HELM_REPOSITORY.kind, name: options.repository ?? 'charts' },
+        sourceRef: { kind: HELM_REPOSITORY.kind, name: options.repository ?? chartRepositoryName(options.namespace) },
       },
     },
     install: { disableWait: true },

@@ -4,6 +4,7 @@
 // Plain data: file path → content.
 
 import { stringify } from 'yaml'
+import { chartRepositoryName } from './flux.ts'
 
 export const CLUSTER_ROOT = 'clusters/demo'
 /** The GitRepository the root Kustomization and `apps` read (the one bootstrap applies by hand). */
@@ -36,7 +37,7 @@ export function fluxTree(options: FluxTreeOptions): Record<string, string> {
   const repository = {
     apiVersion: 'source.toolkit.fluxcd.io/v1',
     kind: 'HelmRepository',
-    metadata: { name: 'charts' },
+    metadata: { name: chartRepositoryName(options.namespace) },
     spec: { url: options.chartRepoUrl, interval: '1h' },
   }
   return {
@@ -46,15 +47,18 @@ export function fluxTree(options: FluxTreeOptions): Record<string, string> {
   }
 }
 
-/** The podinfo HelmRelease (the `demo` chart, no waiting for workloads: there are no nodes). */
-export function podinfoRelease(valuesFrom: readonly Readonly<Record<string, string>>[]): string {
+/**
+ * The podinfo HelmRelease (the `demo` chart, no waiting for workloads: there are no nodes),
+ * reading the chart from fluxTree's HelmRepository in `namespace`.
+ */
+export function podinfoRelease(namespace: string, valuesFrom: readonly Readonly<Record<string, string>>[]): string {
   return stringify({
     apiVersion: 'helm.toolkit.fluxcd.io/v2',
     kind: 'HelmRelease',
     metadata: { name: 'podinfo' },
     spec: {
       interval: '1h',
-      chart: { spec: { chart: 'demo', version: '*', sourceRef: { kind: 'HelmRepository', name: 'charts' } } },
+      chart: { spec: { chart: 'demo', version: '*', sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } },
       install: { disableWait: true },
       upgrade: { disableWait: true },
       valuesFrom,
@@ -63,10 +67,10 @@ export function podinfoRelease(valuesFrom: readonly Readonly<Record<string, stri
 }
 
 /** apps/podinfo with its values generated from values.yaml (no hash suffix), as Flux's guides do. */
-export function generatedValuesApp(values: string): Record<string, string> {
+export function generatedValuesApp(namespace: string, values: string): Record<string, string> {
   return {
     'apps/podinfo/values.yaml': values,
-    'apps/podinfo/release.yaml': podinfoRelease([{ kind: 'ConfigMap', name: 'podinfo-values' }]),
+    'apps/podinfo/release.yaml': podinfoRelease(namespace, [{ kind: 'ConfigMap', name: 'podinfo-values' }]),
     'apps/podinfo/kustomization.yaml': kustomization({
       resources: ['repository.yaml', 'release.yaml'],
       configMapGenerator: [{ name: 'podinfo-values', files: ['values.yaml'], options: { disableNameSuffixHash: true } }],
