@@ -7,6 +7,7 @@ import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 import { triggerConfigMap } from '../../test/support/manifests.ts'
+import { chartRepositoryName } from '../../test/support/flux.ts'
 
 const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
@@ -29,7 +30,7 @@ spec:
       version: '*'
       sourceRef:
         kind: HelmRepository
-        name: charts
+        name: ${chartRepositoryName(namespace)}
   install:
     disableWait: true
   upgrade:

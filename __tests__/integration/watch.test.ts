@@ -205,6 +205,7 @@ describe('watch mode against the real apiserver', () => {
     await second.synced()
     const d2 = await digestMoves(ns, 'app', id, d1)
     expect(d2).not.toBe(d1)
+    await second.line('release triggered', { release: `${ns}/app` })
     await sleep(500)
     expect(await requestedAt(ns, 'other')).toBe(otherToken)
     expect((await second.metrics()).value('helmrelease_trigger_watch_triggers_total', { result: 'triggered' })).toBe(1)
@@ -324,7 +325,10 @@ describe('watch mode against the real apiserver', () => {
       await configMap(ns, 'app-values', { v })
       await digestMoves(ns, 'app', `ConfigMap/${ns}/app-values`, before)
     }
-    await sleep(500)
+    // The counter moves after the patch's response, the log line after the counter: wait for the
+    // third line (the digest is seen on the release before the leader has its response).
+    const triggered = (w: WatchHandle) => w.lines.filter((l) => l.msg === 'release triggered').length
+    await cluster.waitFor(() => triggered(a) === 3, { message: 'the leader to log its third trigger' })
     const [ma, mb] = await Promise.all([a.metrics(), b.metrics()])
     expect(ma.value('helmrelease_trigger_watch_triggers_total', { result: 'triggered' })).toBe(3)
     expect(mb.value('helmrelease_trigger_watch_triggers_total')).toBe(0)
@@ -336,6 +340,7 @@ describe('watch mode against the real apiserver', () => {
     const before = (await digests(ns, 'app'))[`ConfigMap/${ns}/app-values`]
     await configMap(ns, 'app-values', { v: '4' })
     await digestMoves(ns, 'app', `ConfigMap/${ns}/app-values`, before)
+    await b.line('release triggered', { release: `${ns}/app` })
     expect((await b.metrics()).value('helmrelease_trigger_watch_triggers_total', { result: 'triggered' })).toBe(1)
   })
 
