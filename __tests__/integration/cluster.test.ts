@@ -85,7 +85,12 @@ describe('local cluster', () => {
     await expect(cluster.publishChart({ name: chart, version: '1.1.0' })).rejects.toThrow(/409/)
     // source-controller re-reads index.yaml on its interval or on request.
     await cluster.custom.patchNamespacedCustomObject(
-      { ...HELM_REPOSITORY, namespace, name: chartRepositoryName(namespace), body: { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } } },
+      {
+        ...HELM_REPOSITORY,
+        namespace,
+        name: chartRepositoryName(namespace),
+        body: { metadata: { annotations: { [REQUESTED_AT]: new Date().toISOString() } } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     )
     await cluster.waitFor(async () => (await readConfigMap(namespace, 'echo'))['demo.helmrelease-trigger.test/chart-version'] === '1.1.0', {
