@@ -8,6 +8,7 @@
 import { createHmac, hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
 import { duplicateKeyOffsets } from './yaml-keys.ts'
+import { loadDocuments, yamlRules } from './yaml-load.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
 import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
@@ -132,7 +133,7 @@ function memoised(value: string): string | null {
 
 // Helm reads values with YAML 1.1 rules (sigs.k8s.io/yaml), so `yes` is a boolean there and
 // must not compare equal to "yes". Go's YAML has no base-60 numbers: keep `1:20` a string.
-const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+export const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   version: '1.1',
   // Warnings would print the value's text to stderr: values may be secrets.
   logLevel: 'error',
@@ -142,6 +143,7 @@ const VALUE_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   prettyErrors: false,
   customTags: (tags) => tags.filter((tag) => typeof tag === 'string' || tag.format !== 'TIME'),
 }
+const VALUE_RULES = yamlRules(VALUE_PARSE_OPTIONS)
 const MAX_ALIASES = 100
 // A mapping needs '{' or ':' before a space or line end, a sequence '[' or '-' likewise; most
 // scalars (names, URLs, numbers) skip the parser.
@@ -155,6 +157,9 @@ const MAY_BE_COLLECTION = /[{[]|[:-](?:\s|$)/
  */
 function canonicalYaml(text: string): string | null {
   if (!MAY_BE_COLLECTION.test(text)) return null
+  // The common case loaded fast, to exactly what `yaml` gives (yaml-load.ts); the rest below.
+  const [only, ...more] = loadDocuments(text, VALUE_RULES) ?? []
+  if (only !== undefined && !only.empty && more.length === 0) return canonicalJson(only.value)
   try {
     const docs = parseAllDocuments(text, VALUE_PARSE_OPTIONS)
     const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined

@@ -5,6 +5,7 @@
 import { posix } from 'node:path'
 import { LineCounter, isMap, isNode, isScalar, isSeq, parseAllDocuments } from 'yaml'
 import { withUniqueKeys } from './yaml-keys.ts'
+import { lineCounter, loadDocuments, yamlRules } from './yaml-load.ts'
 import { capProblems, MAX_PROBLEMS_PER_FILE } from './problem-caps.ts'
 import type { Document } from 'yaml'
 import { contentOfConfigMap, contentOfSecret, digestOf } from './digest.ts'
@@ -67,10 +68,7 @@ export function parseManifestFile(path: string, content: FileContent, options: M
     options,
     kustomizationFile: isKustomizationFile(path),
   }
-  const lineCounter = new LineCounter()
-  // uniqueKeys: false, checked in linear time by withUniqueKeys (the library's check is quadratic).
-  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: false, prettyErrors: false, logLevel: 'error' })
-  const results = Array.from(documents, (doc) => readDocument(withUniqueKeys(doc), text, lineCounter, context))
+  const results = readFast(text, context) ?? readFull(text, context)
   const kustomizationNamespace = results.find((r) => r.kustomizationNamespace !== undefined)?.kustomizationNamespace
   return {
     sources: results.flatMap((r) => r.sources),
@@ -81,6 +79,43 @@ export function parseManifestFile(path: string, content: FileContent, options: M
       MAX_PROBLEMS_PER_FILE,
       'file',
     ),
+  }
+}
+
+/** Every document through `yaml`: exact lines for every problem. */
+function readFull(text: string, context: FileContext): DocResult[] {
+  const lineCounter = new LineCounter()
+  // uniqueKeys: false, checked in linear time by withUniqueKeys (the library's check is quadratic).
+  const documents = parseAllDocuments(text, { lineCounter, uniqueKeys: false, prettyErrors: false, logLevel: 'error' })
+  return Array.from(documents, (doc) => readDocument(withUniqueKeys(doc), text, lineCounter, context))
+}
+
+// The options readFull parses with; the fast loader resolves plain scalars by the same rules.
+const MANIFEST_RULES = yamlRules({})
+
+/** Thrown when a fast read meets a problem: its line is found by reading the file with `yaml`. */
+const NEEDS_FULL_READ = Symbol('needs the full read')
+
+/**
+ * The common case, a file without problems, loaded fast (yaml-load.ts); undefined when the file
+ * has anything `yaml` must read or any problem to report, which readFull then places exactly.
+ */
+function readFast(text: string, file: FileContext): DocResult[] | undefined {
+  const documents = loadDocuments(text, MANIFEST_RULES)
+  if (documents === undefined) return undefined
+  const lineAt = lineCounter(text)
+  const needsFullRead = (): never => {
+    throw NEEDS_FULL_READ
+  }
+  try {
+    return documents.map((document) => {
+      if (document.empty) return NOTHING
+      const context: DocContext = { ...file, line: lineAt(document.offset), lineOf: needsFullRead, report: needsFullRead, errorCount: () => 0 }
+      return { ...readObject(document.value, context), problems: [] }
+    })
+  } catch (error) {
+    if (error === NEEDS_FULL_READ) return undefined
+    throw error
   }
 }
 
@@ -383,9 +418,10 @@ function readAnnotatedTargets(annotations: JsonRecord, context: DocContext, subj
   const { targetNames, targetNamespace } = context.keys
   const names = annotations[targetNames]
   if (names === undefined || names === null) return []
-  const namesLine = context.lineOf(['metadata', 'annotations', targetNames])
+  // Found only for a problem: the fast read has no lines (readFast).
+  const namesLine = () => context.lineOf(['metadata', 'annotations', targetNames])
   if (typeof names !== 'string') {
-    context.report('error', namesLine, `${subject}: annotation ${targetNames} must be a string`)
+    context.report('error', namesLine(), `${subject}: annotation ${targetNames} must be a string`)
     return []
   }
   const namespace = targetNamespaceOf(annotations[targetNamespace], context, subject)
@@ -397,7 +433,7 @@ function readAnnotatedTargets(annotations: JsonRecord, context: DocContext, subj
     .filter((name) => {
       if (isDnsSubdomain(name)) return true
       const message = `${subject}: ${quote(name)} in ${targetNames} is not a valid HelmRelease name ` + `(DNS-1123 subdomain, at most 253 characters), ignored`
-      context.report('error', namesLine, message)
+      context.report('error', namesLine(), message)
       return false
     })
     .map((name) => ({ namespace, name }))
@@ -524,18 +560,18 @@ function readValuesFrom(value: unknown, context: DocContext, subject: string): V
 }
 
 function valuesReference(entry: unknown, context: DocContext, subject: string, index: number): ValuesReference | null {
-  const line = context.lineOf(['spec', 'valuesFrom', String(index)])
+  const line = () => context.lineOf(['spec', 'valuesFrom', String(index)])
   if (!isRecord(entry)) {
-    context.report('error', line, `${subject} must be a mapping with kind and name, ignored`)
+    context.report('error', line(), `${subject} must be a mapping with kind and name, ignored`)
     return null
   }
   const { kind, name } = entry
   if (kind !== 'ConfigMap' && kind !== 'Secret') {
-    context.report('error', line, `${subject}.kind must be ConfigMap or Secret (found ${quote(kind)}), ignored`)
+    context.report('error', line(), `${subject}.kind must be ConfigMap or Secret (found ${quote(kind)}), ignored`)
     return null
   }
   if (typeof name !== 'string' || !isDnsSubdomain(name)) {
-    context.report('error', line, `${subject}.name ${quote(name)} is not a valid ${kind} name, ignored`)
+    context.report('error', line(), `${subject}.name ${quote(name)} is not a valid ${kind} name, ignored`)
     return null
   }
   return { kind, name, optional: entry.optional === true }

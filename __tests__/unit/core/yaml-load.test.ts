@@ -1,0 +1,337 @@
+// The fast loader must give exactly what the `yaml` library gives, or nothing (then `yaml`
+// parses): the same documents, the same values with the same types (bigint, -0, NaN, dates), the
+// same content offsets, and never a value for text `yaml` calls invalid. Checked on generated
+// documents full of the scalars the two YAML versions read differently, under both rule sets the
+// product uses (manifests: YAML 1.2 core; values: YAML 1.1 as Helm reads them), and on every
+// YAML file of the repository's fixtures.
+
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
+import { VALUE_PARSE_OPTIONS } from '../../../src/core/digest.ts'
+import { parseManifestFile } from '../../../src/core/manifest.ts'
+import { duplicateKeyOffsets } from '../../../src/core/yaml-keys.ts'
+import { lineCounter, loadDocuments, yamlRules } from '../../../src/core/yaml-load.ts'
+import { releaseManifest, valuesManifest } from '../../../bench/plan.ts'
+
+type Options = ParseOptions & DocumentOptions & SchemaOptions
+const MANIFEST_OPTIONS: Options = { uniqueKeys: false, prettyErrors: false, logLevel: 'silent' }
+const RULE_SETS = [
+  { name: 'manifests (YAML 1.2 core)', options: MANIFEST_OPTIONS, rules: yamlRules(MANIFEST_OPTIONS) },
+  { name: 'values (YAML 1.1, big integers)', options: { ...VALUE_PARSE_OPTIONS, logLevel: 'silent' as const }, rules: yamlRules(VALUE_PARSE_OPTIONS) },
+]
+
+/** A value with every type spelled out: 1 and 1n, 0 and -0, key order, dates. */
+function typed(value: unknown): string {
+  if (value === null) return 'null'
+  if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value)
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'boolean') return String(value)
+  if (value instanceof Date) return `Date(${value.getTime()})`
+  if (Array.isArray(value)) return `[${value.map(typed).join(',')}]`
+  if (typeof value === 'object') {
+    const proto: unknown = Object.getPrototypeOf(value)
+    const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${typed(v)}`)
+    return `${proto === Object.prototype ? '' : 'exotic'}{${entries.join(',')}}`
+  }
+  return `${typeof value}(${String(value)})`
+}
+
+/**
+ * What `yaml` gives for the text: each document's value and content offset, or 'invalid' when a
+ * document has an error (duplicate keys count, as the product checks them).
+ */
+function viaYaml(text: string, options: Options): { value: string; offset: number | undefined }[] | 'invalid' {
+  const docs = parseAllDocuments(text, options)
+  if (!Array.isArray(docs)) return []
+  const out: { value: string; offset: number | undefined }[] = []
+  for (const doc of docs) {
+    if (doc.errors.length > 0 || duplicateKeyOffsets(doc).length > 0) return 'invalid'
+    const empty = doc.contents === null || (doc.contents.range[0] === doc.contents.range[1] && doc.contents.toJSON() === null)
+    out.push(empty ? { value: 'empty', offset: undefined } : { value: typed(doc.toJS({ maxAliasCount: 100 })), offset: doc.contents?.range[0] })
+  }
+  return out
+}
+
+/** Checks one text under one rule set; true when the fast loader answered. */
+function agrees(text: string, set: (typeof RULE_SETS)[number]): boolean {
+  const fast = loadDocuments(text, set.rules)
+  if (fast === undefined) return false
+  const expected = viaYaml(text, set.options)
+  expect(expected, `yaml calls this invalid, the fast loader read it:\n${text}`).not.toBe('invalid')
+  const actual = fast.map((d) => (d.empty ? { value: 'empty', offset: undefined } : { value: typed(d.value), offset: d.offset }))
+  expect(actual, text).toEqual(expected)
+  return true
+}
+
+// Scalars the two YAML versions, and the two loaders, could read differently.
+const PLAIN = [
+  'yes',
+  'no',
+  'on',
+  'off',
+  'y',
+  'n',
+  'Y',
+  'N',
+  'Yes',
+  'NO',
+  'On',
+  'OFF',
+  'true',
+  'True',
+  'TRUE',
+  'false',
+  'False',
+  'null',
+  'Null',
+  'NULL',
+  '~',
+  '0',
+  '-0',
+  '+1',
+  '-12',
+  '012',
+  '08',
+  '0o17',
+  '0x1F',
+  '0X1f',
+  '0b101',
+  '-0b1',
+  '1_000',
+  '0_',
+  '0x_1',
+  '1e3',
+  '1E-3',
+  'e0',
+  'E5',
+  '.e1',
+  '-e2',
+  '_1',
+  '1__',
+  '1.0',
+  '-1.50',
+  '.5',
+  '5.',
+  '-.5e-3',
+  '.',
+  '+.inf',
+  '-.Inf',
+  '.INF',
+  '.nan',
+  '.NaN',
+  'NaN',
+  'Infinity',
+  '1:20',
+  '-1:20:30',
+  '1:20.5',
+  '2001-12-14',
+  '2001-12-14t21:59:43.10-05:00',
+  '2001-12-14 21:59:43.10 -5',
+  '123456789012345678901234',
+  '9007199254740993',
+  '0.1',
+  'a b',
+  'http://x:80/y',
+  'a#b',
+  'x-y',
+  'v1',
+  'helm.toolkit.fluxcd.io/v2',
+]
+const QUOTED = ["'yes'", '"1"', "'~'", '"a\\tb\\u00e9"', "'it''s'", '""', "''", '"line\\nbreak"', '"\\x41"']
+const scalar = fc.oneof(fc.constantFrom(...PLAIN), fc.constantFrom(...QUOTED), fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/))
+const key = fc.oneof({ weight: 3, arbitrary: fc.stringMatching(/^[a-z][a-zA-Z0-9._-]{0,10}$/) }, { weight: 1, arbitrary: scalar })
+
+interface Tree {
+  readonly kind: 'scalar' | 'map' | 'seq' | 'flow' | 'block'
+  readonly text?: string
+  readonly items?: readonly (readonly [string, Tree])[] | readonly Tree[]
+}
+const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree; map: Tree; seq: Tree; leaf: Tree }>((tie) => ({
+  leaf: fc.oneof(
+    { weight: 6, arbitrary: scalar.map((text) => ({ kind: 'scalar' as const, text })) },
+    { weight: 1, arbitrary: fc.constantFrom('[]', '{}', '[a, 1, yes]', '{a: 1, b: ~}', '[0x1F, "q"]').map((text) => ({ kind: 'flow' as const, text })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('|\n  a\n  b\n', '>-\n  folded\n  text\n', '|+\n  kept\n\n', '|2\n   indented\n')
+        .map((text) => ({ kind: 'block' as const, text })),
+    },
+  ),
+  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('map'), tie('seq')),
+  map: fc.array(fc.tuple(key, tie('node')), { minLength: 1, maxLength: 5 }).map((items) => ({ kind: 'map' as const, items })),
+  seq: fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((items) => ({ kind: 'seq' as const, items })),
+})).map
+
+/** Block YAML for a tree at an indent; a block scalar's text is re-indented under its parent. */
+function render(node: Tree, indent: number): string {
+  const pad = ' '.repeat(indent)
+  if (node.kind === 'scalar' || node.kind === 'flow') return ` ${node.text ?? ''}\n`
+  if (node.kind === 'block') {
+    const [header, ...lines] = (node.text ?? '').split('\n')
+    return ` ${header}\n${lines.map((l) => (l === '' ? '' : pad + l)).join('\n')}`
+  }
+  if (node.kind === 'map') return `\n${(node.items as readonly (readonly [string, Tree])[]).map(([k, v]) => `${pad}${k}:${render(v, indent + 2)}`).join('')}`
+  return `\n${(node.items as readonly Tree[]).map((v) => `${pad}-${render(v, indent + 2)}`).join('')}`
+}
+
+const document = fc
+  .tuple(tree, fc.constantFrom('', '# a comment\n', '\n\n'), fc.constantFrom('map', 'seq'))
+  .map(
+    ([t, lead, root]) =>
+      lead +
+      render(
+        root === 'map' && t.kind !== 'map' ? { kind: 'map', items: [['root', t]] } : t.kind === 'map' || t.kind === 'seq' ? t : { kind: 'seq', items: [t] },
+        0,
+      ).replace(/^\n/, ''),
+  )
+const text = fc
+  .tuple(fc.array(document, { minLength: 1, maxLength: 3 }), fc.constantFrom('', '---\n'), fc.constantFrom('', '---\n', '---\n# only a comment\n'))
+  .map(([docs, start, end]) => start + docs.join('---\n') + end)
+// Edits that leave the common case: the fast loader must step aside or still agree.
+const INSERTS = [
+  '&a ',
+  '*a',
+  '!!str ',
+  '!local ',
+  '<<: {x: 1}\n',
+  '%YAML 1.1\n---\n',
+  ': x',
+  ' #',
+  '- ',
+  '? complex\n: key\n',
+  '__proto__: 1\n',
+  '~: v\n',
+  '"": v\n',
+]
+const CHARACTERS = [
+  '\t',
+  ' ',
+  '  ',
+  '\n',
+  '\r\n',
+  '\r',
+  '---',
+  '...',
+  '#',
+  ':',
+  '-',
+  '"',
+  "'",
+  '|',
+  '>',
+  '[',
+  ']',
+  '{',
+  '}',
+  ',',
+  '?',
+  '%',
+  '@',
+  '`',
+  '\\',
+  '\u00a0',
+  '\ufeff',
+]
+const insertion = fc.tuple(fc.constantFrom(...INSERTS, ...CHARACTERS), fc.nat())
+const edited = fc.tuple(text, fc.array(insertion, { minLength: 1, maxLength: 3 })).map(([t, inserts]) =>
+  inserts.reduce((out, [insert, at]) => {
+    const offset = out.length === 0 ? 0 : at % (out.length + 1)
+    return out.slice(0, offset) + insert + out.slice(offset)
+  }, t),
+)
+
+describe('the fast YAML loader', () => {
+  for (const set of RULE_SETS) {
+    it(`agrees with yaml on generated documents, ${set.name} (2,000 cases)`, () => {
+      let answered = 0
+      fc.assert(
+        fc.property(text, (t) => {
+          if (agrees(t, set)) answered++
+        }),
+        { numRuns: 2_000 },
+      )
+      // Most generated text is the common case: the comparison must have happened.
+      expect(answered).toBeGreaterThan(1_000)
+    })
+
+    it(`agrees with yaml or steps aside on edited documents, ${set.name} (2,000 cases)`, () => {
+      let answered = 0
+      fc.assert(
+        fc.property(edited, (t) => {
+          if (agrees(t, set)) answered++
+        }),
+        { numRuns: 2_000 },
+      )
+      expect(answered).toBeGreaterThan(100)
+    })
+  }
+
+  it('steps aside for what only yaml reads right', () => {
+    const [manifest, values] = RULE_SETS.map((s) => s.rules) as [ReturnType<typeof yamlRules>, ReturnType<typeof yamlRules>]
+    for (const t of [
+      'a: &x 1\nb: *x\n',
+      'a: !!str 1\n',
+      '%YAML 1.1\n---\na: 1\n',
+      '~: 1\n',
+      '? [a]\n: 1\n',
+      '__proto__: 1\n',
+      'a: 1\na: 2\n',
+      '1: a\n"1": b\n',
+      'just a string\n',
+      'a: [b,\n',
+    ])
+      expect(loadDocuments(t, manifest), t).toBeUndefined()
+    expect(loadDocuments('<<: {a: 1}\nb: 2\n', values)).toBeUndefined()
+    // Where the rule sets differ, each follows its own `yaml` options.
+    expect(loadDocuments('a: yes\nb: 012\nc: 1\n', manifest)).toEqual([{ empty: false, value: { a: 'yes', b: 12, c: 1 }, offset: 0 }])
+    expect(loadDocuments('a: yes\nb: 012\nc: 1\n', values)).toEqual([{ empty: false, value: { a: true, b: 10n, c: 1n }, offset: 0 }])
+  })
+
+  it('agrees with yaml on every YAML file of the fixtures and the bench corpus', () => {
+    const files = yamlFiles('__tests__').concat(yamlFiles('test'), yamlFiles('examples'), yamlFiles('deploy'))
+    const corpus = files.map((f) => readFileSync(f, 'utf8')).concat(Array.from({ length: 20 }, (_, i) => [valuesManifest(i, 1), releaseManifest(i)]).flat())
+    let answered = 0
+    for (const t of corpus) if (agrees(t, RULE_SETS[0] as (typeof RULE_SETS)[number])) answered++
+    expect(corpus.length).toBeGreaterThan(50)
+    expect(answered / corpus.length).toBeGreaterThan(0.5)
+  })
+
+  it('counts lines of ascending offsets, and again from the start', () => {
+    const lineAt = lineCounter('a\nb\n\nc')
+    expect([0, 1, 2, 4, 5].map(lineAt)).toEqual([1, 1, 2, 3, 4])
+    expect(lineAt(0)).toBe(1)
+  })
+})
+
+describe('parseManifestFile, fast and through yaml alone', () => {
+  const encoder = new TextEncoder()
+  const options = { prefix: 'nebius.ai', defaultNamespace: 'default', semanticDigest: true }
+  // A `%YAML 1.2` directive makes the fast loader step aside and changes nothing else, two lines down.
+  const parse = (t: string, full: boolean) => {
+    const file = parseManifestFile('a.yaml', { type: 'file', bytes: encoder.encode(full ? `%YAML 1.2\n---\n${t}` : t) }, options)
+    return JSON.stringify(file, (k, v: unknown) => (k === 'line' && typeof v === 'number' && full ? v - 2 : v))
+  }
+  it('gives the same sources, releases and problems either way', () => {
+    const corpus = Array.from({ length: 10 }, (_, i) => [valuesManifest(i, 1), releaseManifest(i)]).flat()
+    corpus.push(
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {nebius.ai/helmrelease-trigger-operator: "true"}\ndata:\n  values.yaml: "a: 1"\n  n: 1\n',
+      'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: r}\nspec:\n  valuesFrom:\n  - {kind: Secret, name: s, optional: true}\n  - {kind: Nope, name: t}\n',
+      '# leading\n\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {a: "b: [1, 2]"}\n---\n',
+    )
+    for (const t of corpus) expect(parse(t, false), t).toBe(parse(t, true))
+  })
+})
+
+function yamlFiles(dir: string): string[] {
+  let entries
+  try {
+    entries = readdirSync(dir, { withFileTypes: true, recursive: true })
+  } catch {
+    return []
+  }
+  return entries.filter((e) => e.isFile() && /\.ya?ml$/.test(e.name)).map((e) => join(e.parentPath, e.name))
+}

@@ -1,0 +1,141 @@
+// The common case of YAML loaded fast: js-yaml's event parser builds the values, with the
+// `yaml` library's own scalar rules (its schema's tags, tried in its order), so a file loads to
+// exactly what `yaml` gives. Anything outside that common case (tags, anchors and aliases, directives,
+// merge keys, null or complex keys, duplicate keys, any error) answers undefined, and the caller parses
+// with `yaml`, which also finds the lines of problems. The parse stage was 6× js-yaml with
+// `yaml` alone (BENCHMARKS.md §9).
+
+import { constructFromEvents, defineMappingTag, defineScalarTag, EVENT_ID, FAILSAFE_SCHEMA, NOT_RESOLVED, parseEvents, Schema as LoaderSchema } from 'js-yaml'
+import { Document, isScalar, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
+
+/** One document's value and the offset where its content starts; an empty one (only comments, or nothing between two `---`) has neither. */
+export type LoadedDocument = { readonly empty: false; readonly value: unknown; readonly offset: number } | { readonly empty: true }
+
+/** How a kind of text is read: the `yaml` options it would be parsed with. */
+export interface YamlRules {
+  readonly loader: LoaderSchema
+  /** The options handed to `yaml`'s scalar resolvers. */
+  readonly intAsBigInt: boolean
+}
+
+type ScalarRule = { readonly test: RegExp; resolve(source: string, onError: (message: string) => void, options: { intAsBigInt: boolean }): unknown }
+
+/** The loader rules for text `yaml` parses with `options`. */
+export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOptions): YamlRules {
+  // The plain-scalar tags `yaml` tries, in its order (compose-scalar.ts: default tags with a test).
+  const rules = new Document(null, options).schema.tags.filter((tag): tag is typeof tag & ScalarRule => tag.default === true && tag.test !== undefined)
+  const resolverOptions = { intAsBigInt: options.intAsBigInt === true }
+  const onError = (message: string): never => {
+    throw new Error(message)
+  }
+  const plain = defineScalarTag('tag:helmrelease-trigger,2026:plain', {
+    implicit: true,
+    implicitFirstChars: FIRST_CHARS,
+    identify: () => false,
+    resolve: (source, isExplicit) => {
+      if (isExplicit) return NOT_RESOLVED
+      // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
+      if (source === '<<') throw new Error('merge key')
+      for (const rule of rules) {
+        if (!rule.test.test(source)) continue
+        const value = rule.resolve(source, onError, resolverOptions)
+        return isScalar(value) ? value.value : value
+      }
+      return NOT_RESOLVED
+    },
+  })
+  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain), intAsBigInt: resolverOptions.intAsBigInt }
+}
+
+// Every first character a `yaml` core or YAML 1.1 plain-scalar test can match; others are strings.
+const FIRST_CHARS = ['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789']
+
+/**
+ * Plain objects as `yaml`'s toJS builds them, for keys on which both agree: `yaml` turns a null
+ * key into '' and a collection key into its YAML text, js-yaml does neither.
+ */
+const plainKeyMap = defineMappingTag<Record<string, unknown>>('tag:yaml.org,2002:map', {
+  create: () => ({}),
+  identify: (data) => typeof data === 'object' && data !== null && Object.getPrototypeOf(data) === Object.prototype,
+  addPair: (container, key, value) => {
+    if (key === null || typeof key === 'object' || typeof key === 'symbol') return 'a null or complex key'
+    const name = String(key)
+    if (name === '__proto__') return 'a __proto__ key'
+    container[name] = value
+    return ''
+  },
+  has: (container, key) => (key === null || typeof key === 'object' ? false : Object.hasOwn(container, String(key))),
+  keys: (container) => Object.keys(container),
+  get: (container, key) => container[String(key)],
+})
+
+/** Every document of `text`, or undefined when `yaml` must parse it (see the file comment). */
+export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] | undefined {
+  if (MARKERS_READ_APART.test(text)) return undefined
+  let events
+  try {
+    events = parseEvents(text, {})
+  } catch {
+    return undefined
+  }
+  const offsets: number[] = []
+  const empty: boolean[] = []
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]
+    if (event === undefined) return undefined
+    switch (event.type) {
+      case EVENT_ID.DOCUMENT: {
+        if (event.directives.length > 0) return undefined
+        const root = events[i + 1]
+        if (root === undefined || root.type === EVENT_ID.POP || root.type === EVENT_ID.ALIAS || root.type === EVENT_ID.DOCUMENT) return undefined
+        if (root.type === EVENT_ID.SCALAR) {
+          // An empty document; a scalar document (`~`, a string) is for `yaml` to report.
+          if (root.valueStart !== -1 || root.tagStart !== -1 || root.anchorStart !== -1) return undefined
+          empty.push(true)
+          offsets.push(-1)
+        } else {
+          empty.push(false)
+          offsets.push(root.start)
+        }
+        break
+      }
+      case EVENT_ID.ALIAS:
+        return undefined
+      case EVENT_ID.POP:
+        break
+      default:
+        // An anchor also moves where `yaml` says a node starts.
+        if (event.tagStart !== -1 || event.anchorStart !== -1) return undefined
+    }
+  }
+  let values: unknown[]
+  try {
+    values = constructFromEvents(events, { source: text, schema: rules.loader, maxAliases: 0 })
+  } catch {
+    return undefined
+  }
+  if (values.length !== offsets.length) return undefined
+  return values.map((value, i) => (empty[i] === true ? { empty: true } : { empty: false, value, offset: offsets[i] ?? 0 }))
+}
+
+// Where js-yaml and `yaml` read lines apart: an indented `---` or `...` (a document marker to
+// js-yaml only), `---` with text right after it, any `...` (an empty document first to `yaml`
+// only), a line indented with a tab, a lone carriage return as a line break, a BOM inside the text.
+const MARKERS_READ_APART = /^[ \t]+(?:---|\.\.\.)(?:[ \t]|$)|^---[^ \t\r\n]|^\.\.\.|^\t|\r(?!\n)|\ufeff/m
+
+/** Line numbers (1-based) of ascending offsets, counted in one pass over the text. */
+export function lineCounter(text: string): (offset: number) => number {
+  let at = 0
+  let line = 1
+  return (offset) => {
+    if (offset < at) {
+      at = 0
+      line = 1
+    }
+    for (let i = text.indexOf('\n', at); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+      line++
+      at = i + 1
+    }
+    return line
+  }
+}
