@@ -4,6 +4,7 @@
 import { parse } from 'yaml'
 import { keyFingerprints, type DigestOptions } from './digest.ts'
 import type { KeyChange, SourceManifest } from './model.ts'
+import { loadDocuments, yamlRules } from './yaml-load.ts'
 
 /** More changed leaves than this in one value are summed up, not listed. */
 const MAX_LEAVES_PER_KEY = 20
@@ -58,15 +59,15 @@ function leafChanges(key: string, before: string | undefined, after: string | un
   return more > 0 ? [...listed, { key, path: `…and ${more} more`, change: 'modified' }] : listed
 }
 
+/** How a value is read for its leaves: as Helm reads values (YAML 1.1). */
+export const LEAF_PARSE_OPTIONS = { version: '1.1', logLevel: 'silent', uniqueKeys: false } as const
+const LEAF_RULES = yamlRules(LEAF_PARSE_OPTIONS)
+
 /** Leaf path → JSON of the leaf, for a value that is one YAML/JSON mapping; undefined otherwise. */
 function leaves(text: string | undefined): Map<string, string> | undefined {
   if (text === undefined) return undefined
-  let value: unknown
-  try {
-    value = parse(text, { version: '1.1', logLevel: 'silent', uniqueKeys: false, maxAliasCount: 100 })
-  } catch {
-    return undefined
-  }
+  const value = valueOf(text)
+  if (value === NOT_YAML) return undefined
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const out = new Map<string, string>()
   const walk = (node: unknown, path: string): boolean => {
@@ -78,6 +79,19 @@ function leaves(text: string | undefined): Map<string, string> | undefined {
     return true
   }
   return walk(value, '') ? out : undefined
+}
+
+const NOT_YAML = Symbol('not one YAML document')
+
+/** The one document of `text`, loaded fast when it is the common case (yaml-load.ts). */
+function valueOf(text: string): unknown {
+  const [only, ...more] = loadDocuments(text, LEAF_RULES) ?? []
+  if (only !== undefined && !only.empty && more.length === 0) return only.value
+  try {
+    return parse(text, { ...LEAF_PARSE_OPTIONS, maxAliasCount: 100 })
+  } catch {
+    return NOT_YAML
+  }
 }
 
 function values(before: string | undefined, after: string | undefined): { before?: string; after?: string } {

@@ -1,8 +1,8 @@
 // The fast loader must give exactly what the `yaml` library gives, or nothing (then `yaml`
 // parses): the same documents, the same values with the same types (bigint, -0, NaN, dates), the
 // same content offsets, and never a value for text `yaml` calls invalid. Checked on generated
-// documents full of the scalars the two YAML versions read differently, under both rule sets the
-// product uses (manifests: YAML 1.2 core; values: YAML 1.1 as Helm reads them), and on every
+// documents full of the scalars the two YAML versions read differently, under the three rule sets
+// the product uses (manifests: YAML 1.2 core; values for digests and for changed leaves: YAML 1.1), and on every
 // YAML file of the repository's fixtures.
 
 import { readdirSync, readFileSync } from 'node:fs'
@@ -11,6 +11,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
 import { VALUE_PARSE_OPTIONS } from '../../../src/core/digest.ts'
+import { LEAF_PARSE_OPTIONS } from '../../../src/core/key-changes.ts'
 import { parseManifestFile } from '../../../src/core/manifest.ts'
 import { duplicateKeyOffsets } from '../../../src/core/yaml-keys.ts'
 import { lineCounter, loadDocuments, yamlRules } from '../../../src/core/yaml-load.ts'
@@ -21,6 +22,7 @@ const MANIFEST_OPTIONS: Options = { uniqueKeys: false, prettyErrors: false, logL
 const RULE_SETS = [
   { name: 'manifests (YAML 1.2 core)', options: MANIFEST_OPTIONS, rules: yamlRules(MANIFEST_OPTIONS) },
   { name: 'values (YAML 1.1, big integers)', options: { ...VALUE_PARSE_OPTIONS, logLevel: 'silent' as const }, rules: yamlRules(VALUE_PARSE_OPTIONS) },
+  { name: 'changed leaves (YAML 1.1, sexagesimal)', options: LEAF_PARSE_OPTIONS, rules: yamlRules(LEAF_PARSE_OPTIONS) },
 ]
 
 /** A value with every type spelled out: 1 and 1n, 0 and -0, key order, dates. */

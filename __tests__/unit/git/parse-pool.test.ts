@@ -1,7 +1,7 @@
 // Parsing on threads must change the speed of a plan, never the plan.
 
 import { describe, expect, it } from 'vitest'
-import { PARALLEL_FROM, parseInParallel } from '../../../src/git/parse-pool.ts'
+import { parseInParallel } from '../../../src/git/parse-pool.ts'
 import { planChanges, type PlanInput } from '../../../src/core/plan.ts'
 import type { FileChange, FileContent, HeadFile } from '../../../src/core/model.ts'
 import { triggerConfigMap } from '../../../test/support/manifests.ts'
@@ -32,11 +32,14 @@ function input(apps: number): Omit<PlanInput, 'parsed'> {
   return { changes, headFiles, fullSync: false, options }
 }
 
+// The threads start from this many contents here, not from PARALLEL_FROM: the same code path on a smaller commit.
+const FROM = 2_000
+
 describe('parseInParallel', () => {
   it('gives the plan the same parsed files the plan would parse itself', async () => {
-    const apps = PARALLEL_FROM / 2 // two contents (base and head) each
+    const apps = FROM / 2 // two contents (base and head) each
     const commit = input(apps)
-    const parsed = await parseInParallel(commit, 2)
+    const parsed = await parseInParallel(commit, 2, FROM)
     // Both sides of every change, and every release file that reads a changed source.
     expect(parsed.size).toBe(apps * 3)
     const plan = planChanges({ ...commit, parsed })
@@ -47,6 +50,7 @@ describe('parseInParallel', () => {
 
   it('parses nothing ahead for a small commit or a single thread', async () => {
     expect((await parseInParallel(input(10), 4)).size).toBe(0)
-    expect((await parseInParallel(input(PARALLEL_FROM / 2), 1)).size).toBe(0)
+    expect((await parseInParallel(input(FROM / 2 - 1), 4, FROM)).size).toBe(0)
+    expect((await parseInParallel(input(FROM / 2), 1, FROM)).size).toBe(0)
   })
 })
