@@ -126,18 +126,29 @@ interface Traffic {
   lastPatchAt: number
 }
 
-/** Counts the HTTP requests and new connections client-node's undici makes. */
+/**
+ * Counts the HTTP requests and new connections of both clients: client-node's undici (lists,
+ * reads) and the plain node:https client (raw-client.ts: patches and Events).
+ */
 function countTraffic(): Traffic {
   const counts: Traffic = { requests: 0, connections: 0, byMethod: {}, lastPatchAt: 0 }
-  subscribe('undici:request:create', (message) => {
+  const started = (message: unknown): void => {
     counts.requests++
     const method = methodOf(message)
     counts.byMethod[method] = (counts.byMethod[method] ?? 0) + 1
-  })
-  subscribe('undici:request:headers', (message) => {
+  }
+  const answered = (message: unknown): void => {
     if (methodOf(message) === 'PATCH') counts.lastPatchAt = performance.now()
-  })
+  }
+  subscribe('undici:request:create', started)
+  subscribe('undici:request:headers', answered)
   subscribe('undici:client:connected', () => counts.connections++)
+  subscribe('http.client.request.start', started)
+  subscribe('http.client.response.finish', (message) => {
+    answered(message)
+    const request = typeof message === 'object' && message !== null && 'request' in message ? message.request : undefined
+    if (typeof request === 'object' && request !== null && 'reusedSocket' in request && request.reusedSocket === false) counts.connections++
+  })
   return counts
 }
 

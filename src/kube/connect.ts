@@ -30,7 +30,8 @@ export interface WatchConnection {
 
 export function connect(target: KubeTarget, options: ConnectOptions): ClusterClient {
   const loaded = loadAndMask(target, options)
-  return createClusterClient(loaded.config, loaded.server)
+  // Patches and Events, one per release of a fan-out, on the plain client (lean-writes.ts).
+  return { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(createRawClient(loaded.config, loaded.server)) }
 }
 
 /** The same cluster, for reading arbitrary objects (drift). */

@@ -1,8 +1,9 @@
-// The watch mode's writes on the plain HTTP client it already uses for its watches and Leases
-// (raw-client.ts): a HelmRelease merge patch and an Event are one request each on a kept-alive
-// connection, without the generated client's per-request work (a fetch through web streams, a
-// TLS identity check and a throw-away undici Agent per request: ~20 % of the watch's CPU at
-// 100 changes/s). Same requests, same bounded retries, same one-sentence errors as cluster.ts.
+// The writes every mode makes per release, on the plain HTTP client watch mode also uses for its
+// watches and Leases (raw-client.ts): a HelmRelease merge patch and an Event are one request
+// each on a kept-alive connection, without the generated client's per-request work (a fetch
+// through web streams, a TLS identity check and a throw-away undici Agent per request: ~20 % of
+// the watch's CPU at 100 changes/s, and most of the client's CPU in a fan-out). Same requests,
+// same bounded retries, same one-sentence errors as cluster.ts.
 
 import { HELMRELEASE, toHelmRelease } from '../core/helmrelease.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
