@@ -28,6 +28,8 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
   const onError = (message: string): never => {
     throw new Error(message)
   }
+  // One test for "any rule matches", so most plain strings (names, words) cost one regex.
+  const any = rules.every((rule) => rule.test.flags === '') ? new RegExp(rules.map((rule) => `(?:${rule.test.source})`).join('|')) : undefined
   const plain = defineScalarTag('tag:helmrelease-trigger,2026:plain', {
     implicit: true,
     implicitFirstChars: FIRST_CHARS,
@@ -36,6 +38,7 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
       if (isExplicit) return NOT_RESOLVED
       // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
       if (source === '<<') throw new Error('merge key')
+      if (any !== undefined && !any.test(source)) return NOT_RESOLVED
       for (const rule of rules) {
         if (!rule.test.test(source)) continue
         const value = rule.resolve(source, onError, resolverOptions)
@@ -59,19 +62,20 @@ const plainKeyMap = defineMappingTag<Record<string, unknown>>('tag:yaml.org,2002
   identify: (data) => typeof data === 'object' && data !== null && Object.getPrototypeOf(data) === Object.prototype,
   addPair: (container, key, value) => {
     if (key === null || typeof key === 'object' || typeof key === 'symbol') return 'a null or complex key'
-    const name = String(key)
+    const name = typeof key === 'string' ? key : String(key)
     if (name === '__proto__') return 'a __proto__ key'
     container[name] = value
     return ''
   },
-  has: (container, key) => (key === null || typeof key === 'object' ? false : Object.hasOwn(container, String(key))),
+  has: (container, key) =>
+    typeof key === 'string' ? Object.hasOwn(container, key) : key !== null && typeof key !== 'object' && Object.hasOwn(container, String(key)),
   keys: (container) => Object.keys(container),
   get: (container, key) => container[String(key)],
 })
 
 /** Every document of `text`, or undefined when `yaml` must parse it (see the file comment). */
 export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] | undefined {
-  if (MARKERS_READ_APART.test(text)) return undefined
+  if (mayReadApart(text) && MARKERS_READ_APART.test(text)) return undefined
   let events
   try {
     events = parseEvents(text, {})
@@ -122,6 +126,11 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
 // js-yaml only), `---` with text right after it, any `...` (an empty document first to `yaml`
 // only), a line indented with a tab, a lone carriage return as a line break, a BOM inside the text.
 const MARKERS_READ_APART = /^[ \t]+(?:---|\.\.\.)(?:[ \t]|$)|^---[^ \t\r\n]|^\.\.\.|^\t|\r(?!\n)|\ufeff/m
+
+/** Whether MARKERS_READ_APART can match at all: most files hold none of these characters. */
+function mayReadApart(text: string): boolean {
+  return text.includes('---') || text.includes('...') || text.includes('\t') || text.includes('\r') || text.includes('\ufeff')
+}
 
 /** Line numbers (1-based) of ascending offsets, counted in one pass over the text. */
 export function lineCounter(text: string): (offset: number) => number {
