@@ -38,7 +38,9 @@ async function run(
   inputs: Record<string, string>,
   patched: (n: number) => Promise<void> = async () => undefined,
 ): Promise<TriggerReport> {
-  const all: Record<string, string> = { kubeconfig, wait: 'false', timeout: '8s', ...inputs }
+  // A budget no loaded machine reaches: the test is about which run's patch lands last, and a
+  // release left untried when the budget ran out (TimedOut) would say nothing about that.
+  const all: Record<string, string> = { kubeconfig, wait: 'false', timeout: '2m', ...inputs }
   const settings = parseSettings((name) => all[name] ?? '')
   const git = await createGitReader({ cwd: repo.dir })
   const log = { info: () => undefined, warning: () => undefined }
