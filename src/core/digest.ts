@@ -8,7 +8,7 @@
 import { createHmac, hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
 import { duplicateKeyOffsets } from './yaml-keys.ts'
-import { loadDocuments, yamlRules } from './yaml-load.ts'
+import { loadOnlyDocument, yamlRules } from './yaml-load.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
 import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
@@ -158,8 +158,8 @@ const MAY_BE_COLLECTION = /[{[]|[:-](?:\s|$)/
 function canonicalYaml(text: string): string | null {
   if (!MAY_BE_COLLECTION.test(text)) return null
   // The common case loaded fast, to exactly what `yaml` gives (yaml-load.ts); the rest below.
-  const [only, ...more] = loadDocuments(text, VALUE_RULES) ?? []
-  if (only !== undefined && !only.empty && more.length === 0) return canonicalJson(only.value)
+  const only = loadOnlyDocument(text, VALUE_RULES)
+  if (only !== undefined) return canonicalJson(only.value)
   try {
     const docs = parseAllDocuments(text, VALUE_PARSE_OPTIONS)
     const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined

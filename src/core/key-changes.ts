@@ -4,7 +4,7 @@
 import { parse } from 'yaml'
 import { keyFingerprints, type DigestOptions } from './digest.ts'
 import type { KeyChange, SourceManifest } from './model.ts'
-import { loadDocuments, yamlRules } from './yaml-load.ts'
+import { loadOnlyDocument, yamlRules } from './yaml-load.ts'
 
 /** More changed leaves than this in one value are summed up, not listed. */
 const MAX_LEAVES_PER_KEY = 20
@@ -85,8 +85,8 @@ const NOT_YAML = Symbol('not one YAML document')
 
 /** The one document of `text`, loaded fast when it is the common case (yaml-load.ts). */
 function valueOf(text: string): unknown {
-  const [only, ...more] = loadDocuments(text, LEAF_RULES) ?? []
-  if (only !== undefined && !only.empty && more.length === 0) return only.value
+  const only = loadOnlyDocument(text, LEAF_RULES)
+  if (only !== undefined) return only.value
   try {
     return parse(text, { ...LEAF_PARSE_OPTIONS, maxAliasCount: 100 })
   } catch {

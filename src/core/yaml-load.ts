@@ -14,8 +14,6 @@ export type LoadedDocument = { readonly empty: false; readonly value: unknown; r
 /** How a kind of text is read: the `yaml` options it would be parsed with. */
 export interface YamlRules {
   readonly loader: LoaderSchema
-  /** The options handed to `yaml`'s scalar resolvers. */
-  readonly intAsBigInt: boolean
 }
 
 type ScalarRule = { readonly test: RegExp; resolve(source: string, onError: (message: string) => void, options: { intAsBigInt: boolean }): unknown }
@@ -47,7 +45,7 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
       return NOT_RESOLVED
     },
   })
-  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain), intAsBigInt: resolverOptions.intAsBigInt }
+  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain) }
 }
 
 // Every first character a `yaml` core or YAML 1.1 plain-scalar test can match; others are strings.
@@ -120,6 +118,13 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
   }
   if (values.length !== offsets.length) return undefined
   return values.map((value, i) => (empty[i] === true ? { empty: true } : { empty: false, value, offset: offsets[i] ?? 0 }))
+}
+
+/** The value of text that is exactly one non-empty document, loaded fast; undefined when it is not, or when `yaml` must parse it. */
+export function loadOnlyDocument(text: string, rules: YamlRules): { readonly value: unknown } | undefined {
+  const documents = loadDocuments(text, rules)
+  const only = documents?.length === 1 ? documents[0] : undefined
+  return only === undefined || only.empty ? undefined : only
 }
 
 // Where js-yaml and `yaml` read lines apart: an indented `---` or `...` (a document marker to

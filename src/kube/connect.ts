@@ -8,7 +8,7 @@ import { createLeaseStore, type LeaseStore } from './lease.ts'
 import { createListWatchClient, type ListWatchClient } from './list-watch.ts'
 import { createObjectReader, type ObjectReader } from './objects.ts'
 import { leanWrites } from './lean-writes.ts'
-import { createRawClient } from './raw-client.ts'
+import { createRawClient, type RawClient } from './raw-client.ts'
 
 /** Which kubeconfig, how it is encoded and which context: the settings' kubeconfig inputs. */
 export interface KubeTarget {
@@ -30,8 +30,7 @@ export interface WatchConnection {
 
 export function connect(target: KubeTarget, options: ConnectOptions): ClusterClient {
   const loaded = loadAndMask(target, options)
-  // Patches and Events, one per release of a fan-out, on the plain client (lean-writes.ts).
-  return { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(createRawClient(loaded.config, loaded.server)) }
+  return clusterClient(loaded, createRawClient(loaded.config, loaded.server))
 }
 
 /** The same cluster, for reading arbitrary objects (drift). */
@@ -45,11 +44,15 @@ export function connectWatch(target: KubeTarget, options: ConnectOptions): Watch
   const loaded = loadAndMask(target, options)
   const raw = createRawClient(loaded.config, loaded.server)
   return {
-    // Its patches and Events on the same plain client as its watches (lean-writes.ts).
-    cluster: { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(raw) },
+    cluster: clusterClient(loaded, raw),
     lists: createListWatchClient(raw),
     lease: (namespace, name) => createLeaseStore(raw, namespace, name),
   }
+}
+
+/** Reads on the generated client; patches and Events, one per release of a fan-out, on the plain client `raw` (lean-writes.ts). */
+function clusterClient(loaded: LoadedKubeconfig, raw: RawClient): ClusterClient {
+  return { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(raw) }
 }
 
 function loadAndMask(target: KubeTarget, options: ConnectOptions): LoadedKubeconfig {
