@@ -10,10 +10,25 @@ export interface Timers {
   clearTimeout(handle: unknown): void
 }
 
+/**
+ * A zero delay (`--debounce 0`, an immediate run) goes on the next turn of the event loop
+ * (setImmediate), not through setTimeout's 1 ms floor: in an idle process that timer cost
+ * 1.5–2 ms between a change and its patch (BENCHMARKS.md §4).
+ */
 export const systemTimers: Timers = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setTimeout: (fn, ms): SystemTimer => (ms > 0 ? { timeout: setTimeout(fn, ms) } : { immediate: setImmediate(fn) }),
+  clearTimeout: (handle) => {
+    if (!isSystemTimer(handle)) return
+    if ('timeout' in handle) clearTimeout(handle.timeout)
+    else clearImmediate(handle.immediate)
+  },
+}
+
+type SystemTimer = { readonly timeout: NodeJS.Timeout } | { readonly immediate: NodeJS.Immediate }
+
+function isSystemTimer(handle: unknown): handle is SystemTimer {
+  return typeof handle === 'object' && handle !== null && ('timeout' in handle || 'immediate' in handle)
 }
 
 export interface QueueOptions<K> {

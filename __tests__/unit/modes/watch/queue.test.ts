@@ -1,7 +1,7 @@
 // The per-release debounce queue, driven by a hand-cranked clock: coalescing, the max delay,
 // one run per key at a time, the concurrency bound, pause and drain.
 import { describe, expect, it } from 'vitest'
-import { DebounceQueue, type Timers } from '../../../../src/modes/watch/queue.ts'
+import { DebounceQueue, systemTimers, type Timers } from '../../../../src/modes/watch/queue.ts'
 
 /** Timers that fire only when the test advances time. */
 class ManualTimers implements Timers {
@@ -193,5 +193,33 @@ describe('DebounceQueue', () => {
     await timers.advance(0)
     await settle()
     expect(seen).toEqual(['ns/bad', 'ns/good'])
+  })
+})
+
+describe('the system timers', () => {
+  it('runs a zero delay on the next turn of the event loop, and can cancel it', async () => {
+    const order: string[] = []
+    systemTimers.setTimeout(() => order.push('zero delay'), 0)
+    const cancelled = systemTimers.setTimeout(() => order.push('cancelled'), 0)
+    systemTimers.clearTimeout(cancelled)
+    // Immediates run in the order queued: once this one ran, the two above have had their turn.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(order).toEqual(['zero delay'])
+  })
+
+  it('runs a positive delay as a timer, and can cancel it', async () => {
+    const order: string[] = []
+    const cancelled = systemTimers.setTimeout(() => order.push('cancelled'), 1)
+    systemTimers.clearTimeout(cancelled)
+    // Timers fire in the order they fall due: the cancelled one would have come first.
+    await new Promise<void>((resolve) =>
+      systemTimers.setTimeout(() => {
+        order.push('kept')
+        resolve()
+      }, 2),
+    )
+    expect(order).toEqual(['kept'])
+    // A handle that is not ours is left alone.
+    expect(() => systemTimers.clearTimeout(42)).not.toThrow()
   })
 })
