@@ -39,7 +39,7 @@ export interface WatchProcess {
 
 export const TRIGGERED = 'release triggered'
 
-/** The node flags of the image's ENTRYPOINT (`["node", <flags>…, "/app/cli.js"]`). */
+/** The node flags of the image's ENTRYPOINT (`["node", <flags>…, "/app/cli.mjs"]`). */
 export const IMAGE_NODE_FLAGS: readonly string[] = imageNodeFlags(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'Dockerfile'), 'utf8'))
 
 function imageNodeFlags(dockerfile: string): readonly string[] {
