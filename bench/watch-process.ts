@@ -4,11 +4,10 @@
 // (each trigger logs the release, its token and the event-to-patch latency) and its RSS.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { DIST_DIR } from '../test/support/action.ts'
+import { imageEntrypoint } from '../test/support/image.ts'
 import { poll, sleep } from './lib.ts'
 
 export interface WatchProcessOptions {
@@ -40,14 +39,9 @@ export interface WatchProcess {
 export const TRIGGERED = 'release triggered'
 
 /** The node flags of the image's ENTRYPOINT (`["node", <flags>…, "/app/cli.mjs"]`). */
-export const IMAGE_NODE_FLAGS: readonly string[] = imageNodeFlags(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'Dockerfile'), 'utf8'))
-
-function imageNodeFlags(dockerfile: string): readonly string[] {
-  const entrypoint = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1]
-  const words = entrypoint === undefined ? [] : (JSON.parse(entrypoint) as string[])
-  if (words[0] !== 'node') throw new Error(`the Dockerfile's ENTRYPOINT is not ["node", …]: ${entrypoint ?? 'none'}`)
-  return words.slice(1).filter((w) => w.startsWith('--'))
-}
+export const IMAGE_NODE_FLAGS: readonly string[] = imageEntrypoint()
+  .slice(1)
+  .filter((w) => w.startsWith('--'))
 
 export async function startWatchProcess(options: WatchProcessOptions): Promise<WatchProcess> {
   const args = [join(DIST_DIR, 'cli.js'), 'watch', '--kubeconfig', options.kubeconfigPath, '--debounce', '0', '--log-format', 'json']

@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml'
 import { afterEach, describe, expect, it } from 'vitest'
 import { REPO_ROOT } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { DOCKERFILE } from '../../test/support/image.ts'
 import { startWatch, type WatchHandle } from '../../test/support/watch.ts'
 
 const cluster = useCluster()
@@ -145,7 +146,7 @@ describe('deploy/watch', () => {
       expect.arrayContaining(['watch', '--metrics-address=:8080', '--leader-election', '--leader-election-namespace=$(POD_NAMESPACE)']),
     )
     expect(container?.ports[0]?.containerPort).toBe(8080)
-    const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')
+    const dockerfile = DOCKERFILE
     expect(dockerfile).toMatch(/^FROM node:24/m)
     expect(dockerfile).toMatch(/^USER 65532:65532$/m)
     expect(dockerfile).toContain('dist/cli.js')

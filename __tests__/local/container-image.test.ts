@@ -2,16 +2,15 @@
 // started the way its ENTRYPOINT starts them. No container runtime here, so the layout is made
 // in a scratch directory with nothing around it, as in the image.
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT } from '../../test/support/cluster.ts'
+import { DOCKERFILE, imageEntrypoint } from '../../test/support/image.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'hrt-image-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-
-const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')
 
 /** The COPY instructions' sources and destinations (flags such as --chmod left out). */
 function copies(text: string): { from: string; to: string }[] {
@@ -23,11 +22,10 @@ function copies(text: string): { from: string; to: string }[] {
 
 describe('the watch image', () => {
   it('starts its CLI as an ES module without Node guessing the module type (a guess compiles the bundle twice)', () => {
-    const entrypoint = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1]
-    const words = JSON.parse(entrypoint ?? '[]') as string[]
+    const words = imageEntrypoint()
     expect(words[0]).toBe('node')
     const script = words.at(-1) ?? ''
-    const copied = copies(dockerfile).find((c) => c.to === script)
+    const copied = copies(DOCKERFILE).find((c) => c.to === script)
     expect(copied?.from).toBe('dist/cli.js')
 
     const inImage = join(scratch, script)
