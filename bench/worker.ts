@@ -43,7 +43,7 @@ export type Job = PlanJob | FanoutJob | DiscoverJob
 
 export interface PlanRun {
   readonly wallMs: number
-  /** With breakdown: changedFiles + headFiles (in parallel, as preparePlan runs them), then the parse (on threads when large) and planChanges. */
+  /** With breakdown: changeAndHead (as preparePlan reads it), then the parse (on threads when large) and planChanges. */
   readonly gitMs?: number
   readonly planMs?: number
   readonly sources: number
@@ -108,7 +108,7 @@ async function planBreakdown(job: PlanJob, settings: Settings): Promise<PlanRun>
   const git = await createGitReader({ cwd: job.repo })
   const filter = pathFilter(settings.paths)
   const t0 = performance.now()
-  const [changes, headFiles] = await Promise.all([git.changedFiles(job.base, job.head, filter), git.headFiles(job.head, filter)])
+  const { changes, headFiles } = await git.changeAndHead({ base: job.base, head: job.head, filter, withChanges: true })
   const t1 = performance.now()
   const options = planOptionsOf(settings)
   // As preparePlan does it: a large commit's files parsed on threads first.

@@ -373,6 +373,41 @@ describe('a large commit', () => {
   }, 60_000)
 })
 
+describe('changeAndHead', () => {
+  it('gives what changedFiles and headFiles give, from one listing per commit and one cat-file pair for every blob', async () => {
+    const dir = await newRepo()
+    const base = await commit(dir, { 'apps/a.yaml': 'a: 1\n', 'apps/gone.yaml': 'bye\n', 'apps/same.yaml': 'same\n', 'other/x.yaml': 'x\n' })
+    const big = 'y'.repeat(2048)
+    const head = await commit(dir, { 'apps/a.yaml': 'a: 2\n', 'apps/gone.yaml': null, 'apps/new.yaml': 'new\n', 'apps/big.yaml': big, 'other/x.yaml': 'x2\n' })
+    const bin = await tempDir('bin')
+    const log = join(bin, 'calls.log')
+    const wrapper = join(bin, 'git')
+    await writeFile(wrapper, `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec git "$@"\n`)
+    await chmod(wrapper, 0o755)
+    const reader = await createGitReader({ cwd: dir, git: wrapper, maxBlobBytes: 1024 })
+    const apps = (p: string): boolean => p.startsWith('apps/')
+    const shape = (r: { changes: FileChange[]; headFiles: { path: string; content: FileContent }[] }): unknown => ({
+      changes: [...r.changes].sort((x, y) => x.path.localeCompare(y.path)).map((c) => ({ ...c, before: plain(c.before), after: plain(c.after) })),
+      headFiles: r.headFiles.map((f) => ({ path: f.path, content: plain(f.content) })),
+    })
+
+    await unlink(log)
+    const together = await reader.changeAndHead({ base, head, filter: apps, withChanges: true })
+    const calls = (await readFile(log, 'utf8')).trim().split('\n')
+    expect(calls.filter((c) => c.startsWith('cat-file'))).toEqual(['cat-file --batch-check --buffer', 'cat-file --batch --buffer'])
+    expect(calls).toHaveLength(4) // the diff, the listing, the sizes and the batch
+    const apart = { changes: await reader.changedFiles(base, head, apps), headFiles: await reader.headFiles(head, apps) }
+    expect(shape(together)).toEqual(shape(apart))
+    expect(together.headFiles.find((f) => f.path === 'apps/big.yaml')?.content).toEqual({ type: 'oversized', size: 2048 })
+
+    // No base: every file at head is added; a full sync: no changes, the head's files only.
+    const fromRoot = await reader.changeAndHead({ base: undefined, head, filter: apps, withChanges: true })
+    expect(shape(fromRoot)).toEqual(shape({ changes: await reader.changedFiles(undefined, head, apps), headFiles: apart.headFiles }))
+    const fullSync = await reader.changeAndHead({ base, head, filter: apps, withChanges: false })
+    expect(shape(fullSync)).toEqual(shape({ changes: [], headFiles: apart.headFiles }))
+  })
+})
+
 describe('shallow clones and range resolution on a real repository', () => {
   let origin: string
   let commits: string[]

@@ -22,6 +22,12 @@ export interface GitReader {
   changedFiles(base: string | undefined, head: string, filter: PathFilter): Promise<FileChange[]>
   /** Every file at `head` that passes `filter`, with its content. */
   headFiles(head: string, filter: PathFilter): Promise<HeadFile[]>
+  /**
+   * What a plan reads, together: the change (as `changedFiles`; none when `withChanges` is false)
+   * and the head's files (as `headFiles`), each blob read once: a changed file's new side is a
+   * head file too, and one `cat-file` pair serves both (a process costs ~20 ms to start).
+   */
+  changeAndHead(request: ChangeRequest): Promise<ChangeAndHead>
   /** One file at `sha`; undefined when there is no such path (or it is a directory). */
   show(sha: string, path: string): Promise<FileContent | undefined>
   /**
@@ -31,6 +37,20 @@ export interface GitReader {
   openObjects(): ObjectSession
   /** Paths at `sha` whose text matches the extended regular expression `pattern`, among the files `globs` name. */
   grep(sha: string, pattern: string, globs: readonly string[]): Promise<string[]>
+}
+
+export interface ChangeRequest {
+  /** Undefined: every file at `head` counts as added. */
+  readonly base: string | undefined
+  readonly head: string
+  readonly filter: PathFilter
+  /** False for a full sync: only the head's files are read. */
+  readonly withChanges: boolean
+}
+
+export interface ChangeAndHead {
+  readonly changes: FileChange[]
+  readonly headFiles: HeadFile[]
 }
 
 export interface ObjectSession {
@@ -83,6 +103,7 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
     parent: (sha) => resolveCommit(run, `${sha}^1`),
     changedFiles: (base, head, filter) => changedFiles(run, base, head, filter),
     headFiles: (head, filter) => headFiles(run, head, filter),
+    changeAndHead: (request) => changeAndHead(run, request),
     show: (sha, path) => show(run, sha, path),
     openObjects: () => openObjectSession(options.git ?? 'git', options.cwd),
     grep: (sha, pattern, globs) => grepTree(run, sha, pattern, globs),
@@ -128,17 +149,34 @@ async function changedFiles(run: Run, base: string | undefined, head: string, fi
     run,
     changes.flatMap((c) => [c.before, c.after].filter(isDefined)),
   )
-  return changes.map((c) => ({
+  return changes.map((c) => changeOf(c, blobs))
+}
+
+function changeOf(c: RawChange, blobs: ReadonlyMap<string, Uint8Array | number>): FileChange {
+  return {
     path: c.path,
     status: c.status,
     ...(c.before === undefined ? {} : { before: contentOf(c.before, blobs) }),
     ...(c.after === undefined ? {} : { after: contentOf(c.after, blobs) }),
-  }))
+  }
+}
+
+async function changeAndHead(run: Run, request: ChangeRequest): Promise<ChangeAndHead> {
+  const { base, head, filter } = request
+  const listing = listTree(run, head, filter)
+  // Without a base the head's listing is the change: one ls-tree for both.
+  const changes = !request.withChanges ? [] : base === undefined ? (await listing).map(asAdded) : await diffTrees(run, base, head, filter)
+  const files = await listing
+  const blobs = await readBlobs(run, [...changes.flatMap((c) => [c.before, c.after].filter(isDefined)), ...files.map((f) => f.entry)])
+  return { changes: changes.map((c) => changeOf(c, blobs)), headFiles: files.map((f) => ({ path: f.path, content: contentOf(f.entry, blobs) })) }
 }
 
 async function treeAsAdded(run: Run, head: string, filter: PathFilter): Promise<RawChange[]> {
-  const files = await listTree(run, head, filter)
-  return files.map((f) => ({ path: f.path, status: 'added', after: f.entry }))
+  return (await listTree(run, head, filter)).map(asAdded)
+}
+
+function asAdded(file: ListedFile): RawChange {
+  return { path: file.path, status: 'added', after: file.entry }
 }
 
 async function diffTrees(run: Run, base: string, head: string, filter: PathFilter): Promise<RawChange[]> {

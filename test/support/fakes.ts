@@ -3,7 +3,7 @@
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
 import { createHash } from 'node:crypto'
-import type { ObjectSession, GitReader, TreeBlob } from '../../src/git/reader.ts'
+import type { ChangeAndHead, ChangeRequest, ObjectSession, GitReader, TreeBlob } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, NewSecret, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
@@ -68,6 +68,11 @@ export class FakeGit implements GitReader {
     const regex = new RegExp(pattern)
     const suffixes = globs.map((g) => g.replace(/^\*/, ''))
     return [...this.files(sha)].filter(([path, text]) => suffixes.some((s) => path.endsWith(s)) && regex.test(text)).map(([path]) => path)
+  }
+
+  async changeAndHead(request: ChangeRequest): Promise<ChangeAndHead> {
+    const changes = request.withChanges ? await this.changedFiles(request.base, request.head, request.filter) : []
+    return { changes, headFiles: await this.headFiles(request.head, request.filter) }
   }
 
   async headFiles(head: string, filter: (p: string) => boolean): Promise<HeadFile[]> {

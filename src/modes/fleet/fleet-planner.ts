@@ -89,10 +89,7 @@ export async function planFleet(settings: Settings, context: RunContext, git: Gi
   if (settings.clusters === undefined) throw new ConfigurationError(`Input 'clusters' is empty: list the clusters (name=path, one per line) or say discover.`)
   const range = await rangeOf(settings, context, git)
   const filter = pathFilter(settings.paths)
-  const [changes, headFiles] = await Promise.all([
-    range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
-    git.headFiles(range.head, filter),
-  ])
+  const { changes, headFiles } = await git.changeAndHead({ base: range.base, head: range.head, filter, withChanges: !range.fullSync })
   const specs = settings.clusters.kind === 'discover' ? discoverClusters(headFiles) : settings.clusters.clusters
   if (specs.length === 0) {
     throw new ConfigurationError(

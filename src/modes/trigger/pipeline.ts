@@ -106,10 +106,7 @@ export async function preparePlan(settings: TriggerRunOptions, context: RunConte
     return { range, plan, headFiles: [], rendered }
   }
   const filter = pathFilter(settings.paths)
-  const [changes, headFiles] = await Promise.all([
-    range.fullSync ? Promise.resolve([]) : git.changedFiles(range.base, range.head, filter),
-    git.headFiles(range.head, filter),
-  ])
+  const { changes, headFiles } = await git.changeAndHead({ base: range.base, head: range.head, filter, withChanges: !range.fullSync })
   const input = { changes, headFiles, fullSync: range.fullSync, options: planOptionsOf(settings) }
   return { range, plan: planChanges({ ...input, parsed: await parseInParallel(input) }), headFiles }
 }
