@@ -5,8 +5,22 @@
 // with `yaml`, which also finds the lines of problems. The parse stage was 6× js-yaml with
 // `yaml` alone (BENCHMARKS.md §9).
 
-import { constructFromEvents, defineMappingTag, defineScalarTag, EVENT_ID, FAILSAFE_SCHEMA, NOT_RESOLVED, parseEvents, Schema as LoaderSchema } from 'js-yaml'
+import {
+  constructFromEvents,
+  defineMappingTag,
+  defineScalarTag,
+  EVENT_ID,
+  FAILSAFE_SCHEMA,
+  getScalarValue,
+  NOT_RESOLVED,
+  parseEvents,
+  SCALAR_STYLE,
+  Schema as LoaderSchema,
+  type Event,
+  type ScalarEvent,
+} from 'js-yaml'
 import { Document, isScalar, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
+import { compareText } from '../lib/sort.ts'
 
 /** One document's value and the offset where its content starts; an empty one (only comments, or nothing between two `---`) has neither. */
 export type LoadedDocument = { readonly empty: false; readonly value: unknown; readonly offset: number } | { readonly empty: true }
@@ -14,6 +28,8 @@ export type LoadedDocument = { readonly empty: false; readonly value: unknown; r
 /** How a kind of text is read: the `yaml` options it would be parsed with. */
 export interface YamlRules {
   readonly loader: LoaderSchema
+  /** A plain scalar's value as `yaml` reads it; throws where the loader steps aside (`<<`, a rule's error). */
+  readonly plain: (source: string) => unknown
 }
 
 type ScalarRule = { readonly test: RegExp; resolve(source: string, onError: (message: string) => void, options: { intAsBigInt: boolean }): unknown }
@@ -28,28 +44,35 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
   }
   // One test for "any rule matches", so most plain strings (names, words) cost one regex.
   const any = rules.every((rule) => rule.test.flags === '') ? new RegExp(rules.map((rule) => `(?:${rule.test.source})`).join('|')) : undefined
+  const resolve = (source: string): unknown => {
+    // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
+    if (source === '<<') throw new Error('merge key')
+    if (any !== undefined && !any.test(source)) return NOT_RESOLVED
+    for (const rule of rules) {
+      if (!rule.test.test(source)) continue
+      const value = rule.resolve(source, onError, resolverOptions)
+      return isScalar(value) ? value.value : value
+    }
+    return NOT_RESOLVED
+  }
   const plain = defineScalarTag('tag:helmrelease-trigger,2026:plain', {
     implicit: true,
     implicitFirstChars: FIRST_CHARS,
     identify: () => false,
-    resolve: (source, isExplicit) => {
-      if (isExplicit) return NOT_RESOLVED
-      // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
-      if (source === '<<') throw new Error('merge key')
-      if (any !== undefined && !any.test(source)) return NOT_RESOLVED
-      for (const rule of rules) {
-        if (!rule.test.test(source)) continue
-        const value = rule.resolve(source, onError, resolverOptions)
-        return isScalar(value) ? value.value : value
-      }
-      return NOT_RESOLVED
-    },
+    resolve: (source, isExplicit) => (isExplicit ? NOT_RESOLVED : resolve(source)),
   })
-  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain) }
+  // As the loader reads a plain scalar: only a first character in FIRST_CHARS tries the rules.
+  const plainValue = (source: string): unknown => {
+    if (!FIRST_CHAR_SET.has(source.charAt(0))) return source
+    const value = resolve(source)
+    return value === NOT_RESOLVED ? source : value
+  }
+  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain), plain: plainValue }
 }
 
 // Every first character a `yaml` core or YAML 1.1 plain-scalar test can match; others are strings.
 const FIRST_CHARS = ['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789']
+const FIRST_CHAR_SET = new Set(FIRST_CHARS)
 
 /**
  * Plain objects as `yaml`'s toJS builds them, for keys on which both agree: `yaml` turns a null
@@ -73,6 +96,23 @@ const plainKeyMap = defineMappingTag<Record<string, unknown>>('tag:yaml.org,2002
 
 /** Every document of `text`, or undefined when `yaml` must parse it (see the file comment). */
 export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] | undefined {
+  const common = commonEvents(text)
+  return common === undefined ? undefined : construct(common, text, rules)
+}
+
+/** The value of text that is exactly one non-empty document, loaded fast; undefined when it is not, or when `yaml` must parse it. */
+export function loadOnlyDocument(text: string, rules: YamlRules): { readonly value: unknown } | undefined {
+  return onlyDocument(loadDocuments(text, rules))
+}
+
+/** The events of text in the common case, and where each document's content starts (-1: an empty document). */
+interface CommonEvents {
+  readonly events: Event[]
+  readonly offsets: readonly number[]
+}
+
+/** js-yaml's events for `text`, or undefined when anything in them is for `yaml` to read (see the file comment). */
+function commonEvents(text: string): CommonEvents | undefined {
   if (mayReadApart(text) && MARKERS_READ_APART.test(text)) return undefined
   let events
   try {
@@ -81,7 +121,6 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
     return undefined
   }
   const offsets: number[] = []
-  const empty: boolean[] = []
   for (let i = 0; i < events.length; i++) {
     const event = events[i]
     if (event === undefined) return undefined
@@ -93,10 +132,8 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
         if (root.type === EVENT_ID.SCALAR) {
           // An empty document; a scalar document (`~`, a string) is for `yaml` to report.
           if (root.valueStart !== -1 || root.tagStart !== -1 || root.anchorStart !== -1) return undefined
-          empty.push(true)
           offsets.push(-1)
         } else {
-          empty.push(false)
           offsets.push(root.start)
         }
         break
@@ -110,6 +147,12 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
         if (event.tagStart !== -1 || event.anchorStart !== -1) return undefined
     }
   }
+  return { events, offsets }
+}
+
+/** The documents the events build, or undefined when js-yaml's construction refuses them (a duplicate, null or `__proto__` key, `<<`). */
+function construct(common: CommonEvents, text: string, rules: YamlRules): LoadedDocument[] | undefined {
+  const { events, offsets } = common
   let values: unknown[]
   try {
     values = constructFromEvents(events, { source: text, schema: rules.loader, maxAliases: 0 })
@@ -117,14 +160,112 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
     return undefined
   }
   if (values.length !== offsets.length) return undefined
-  return values.map((value, i) => (empty[i] === true ? { empty: true } : { empty: false, value, offset: offsets[i] ?? 0 }))
+  return values.map((value, i) => {
+    const offset = offsets[i] ?? -1
+    return offset === -1 ? { empty: true } : { empty: false, value, offset }
+  })
 }
 
-/** The value of text that is exactly one non-empty document, loaded fast; undefined when it is not, or when `yaml` must parse it. */
-export function loadOnlyDocument(text: string, rules: YamlRules): { readonly value: unknown } | undefined {
-  const documents = loadDocuments(text, rules)
+function onlyDocument(documents: readonly LoadedDocument[] | undefined): { readonly value: unknown } | undefined {
   const only = documents?.length === 1 ? documents[0] : undefined
   return only === undefined || only.empty ? undefined : only
+}
+
+/**
+ * How a document is folded bottom-up into one result, with no objects built in between (the
+ * semantic digest's canonical JSON: BENCHMARKS.md §9). Each part answers from its parts' results.
+ */
+export interface Fold<T> {
+  /** A scalar's value as the loader gives it; undefined declines, and the document is then loaded whole. */
+  scalar(value: unknown): T | undefined
+  sequence(items: readonly T[]): T
+  /** Entries sorted by key (UTF-16 code units, as `sort()` orders strings), no two keys alike. */
+  mapping(entries: readonly FoldedEntry<T>[]): T
+}
+
+export interface FoldedEntry<T> {
+  readonly key: string
+  readonly value: T
+}
+
+/** A document folded, or its value as loadOnlyDocument gives it when the fold declined. */
+export type FoldedDocument<T> = { readonly folded: T } | { readonly value: unknown }
+
+/**
+ * Text that is exactly one non-empty document, folded (see Fold); undefined exactly when
+ * loadOnlyDocument gives undefined. Anything the fold does not take as it comes (a null, complex or
+ * `__proto__` key, a duplicate key, a declined scalar, `<<`) is left to the loader, so the fold
+ * only ever answers for documents the loader reads without a question, and answers from the same values.
+ */
+export function foldOnlyDocument<T>(text: string, rules: YamlRules, fold: Fold<T>): FoldedDocument<T> | undefined {
+  const common = commonEvents(text)
+  if (common === undefined) return undefined
+  if (common.offsets.length === 1 && common.offsets[0] !== -1) {
+    const folded = foldEvents(common.events, text, rules, fold)
+    if (folded !== undefined) return { folded }
+  }
+  return onlyDocument(construct(common, text, rules))
+}
+
+/** The one document of `events` folded, or undefined when the fold declines anything. */
+function foldEvents<T>(events: readonly Event[], text: string, rules: YamlRules, fold: Fold<T>): T | undefined {
+  // events[0] opens the document; its root follows.
+  let at = 1
+  const scalarValue = (event: ScalarEvent): unknown => {
+    const source = getScalarValue(text, event)
+    return event.style === SCALAR_STYLE.PLAIN ? rules.plain(source) : source
+  }
+  const node = (): T | undefined => {
+    const event = events[at++]
+    switch (event?.type) {
+      case EVENT_ID.SCALAR:
+        return fold.scalar(scalarValue(event))
+      case EVENT_ID.SEQUENCE: {
+        const items: T[] = []
+        while (events[at]?.type !== EVENT_ID.POP) {
+          const item = node()
+          if (item === undefined) return undefined
+          items.push(item)
+        }
+        at++
+        return fold.sequence(items)
+      }
+      case EVENT_ID.MAPPING: {
+        const entries: FoldedEntry<T>[] = []
+        for (let next = events[at]; next?.type !== EVENT_ID.POP; next = events[at]) {
+          if (next?.type !== EVENT_ID.SCALAR) return undefined
+          at++
+          const key = keyName(scalarValue(next))
+          const value = key === undefined ? undefined : node()
+          if (key === undefined || value === undefined) return undefined
+          entries.push({ key, value })
+        }
+        at++
+        return sortEntries(entries) ? fold.mapping(entries) : undefined
+      }
+      default:
+        return undefined
+    }
+  }
+  try {
+    return node()
+  } catch {
+    // A plain scalar the loader steps aside for (`<<`, a rule's error).
+    return undefined
+  }
+}
+
+/** A key's name as plainKeyMap stores it; undefined for the keys it refuses (null, complex, `__proto__`). */
+function keyName(key: unknown): string | undefined {
+  if (key === null || typeof key === 'object' || typeof key === 'symbol') return undefined
+  const name = typeof key === 'string' ? key : String(key)
+  return name === '__proto__' ? undefined : name
+}
+
+/** Sorts the entries in place by key; false when two keys are alike (a duplicate: the loader's to refuse). */
+function sortEntries<T>(entries: FoldedEntry<T>[]): boolean {
+  entries.sort((a, b) => compareText(a.key, b.key))
+  return entries.every((entry, i) => i === 0 || entries[i - 1]?.key !== entry.key)
 }
 
 // Where js-yaml and `yaml` read lines apart: an indented `---` or `...` (a document marker to
