@@ -9,6 +9,7 @@ import { createHmac, hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
 import { duplicateKeyOffsets } from './yaml-keys.ts'
 import { foldOnlyDocument, yamlRules, type Fold } from './yaml-load.ts'
+import { compareText } from '../lib/sort.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
 import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
@@ -216,16 +217,34 @@ function canonicalObject(object: Readonly<Record<string, unknown>>): string | nu
 /**
  * canonicalJson built straight from the parser's events, with no objects in between: the same
  * bytes (each part encoded as canonicalJson encodes it, keys in `sort()` order). A scalar plain JSON
- * cannot say exactly (non-finite, a date) declines, and the value is loaded and encoded whole.
+ * cannot say exactly (non-finite, a date) or a duplicate key declines, and the value is loaded
+ * and encoded whole as before.
  */
-export const CANONICAL_FOLD: Fold<string> = {
+export const CANONICAL_FOLD: Fold<string, Entry[]> = {
   scalar: (value) => canonicalJson(value) ?? undefined,
   sequence: (items) => `[${items.join(',')}]`,
-  mapping: (entries) => {
-    let out = '{'
-    for (const { key, value } of entries) out += `${out === '{' ? '' : ','}${JSON.stringify(key)}:${value}`
-    return `${out}}`
-  },
+  mapping: () => [],
+  add: (entries, key, value) => entries.push({ key, value }) > 0,
+  end: canonicalEntries,
+}
+
+interface Entry {
+  readonly key: string
+  readonly value: string
+}
+
+const byKey = (a: Entry, b: Entry): number => compareText(a.key, b.key)
+
+/** `{"key":value,…}` in key order; undefined for a duplicate key. */
+function canonicalEntries(entries: Entry[]): string | undefined {
+  entries.sort(byKey)
+  let out = '{'
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]
+    if (entry === undefined || (i > 0 && entries[i - 1]?.key === entry.key)) return undefined
+    out += `${i === 0 ? '' : ','}${JSON.stringify(entry.key)}:${entry.value}`
+  }
+  return `${out}}`
 }
 
 function isPlainObject(value: object): value is Readonly<Record<string, unknown>> {

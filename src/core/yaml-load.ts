@@ -1,33 +1,18 @@
-// The common case of YAML loaded fast: js-yaml's event parser builds the values, with the
-// `yaml` library's own scalar rules (its schema's tags, tried in its order), so a file loads to
-// exactly what `yaml` gives. Anything outside that common case (tags, anchors and aliases, directives,
-// merge keys, null or complex keys, duplicate keys, any error) answers undefined, and the caller parses
-// with `yaml`, which also finds the lines of problems. The parse stage was 6× js-yaml with
-// `yaml` alone (BENCHMARKS.md §9).
+// The common case of YAML loaded fast: js-yaml's event parser reads the text, and the values are
+// built here from its events with the `yaml` library's own scalar rules (its schema's tags, tried
+// in its order), so a file loads to exactly what `yaml` gives. Anything outside that common case
+// (tags, anchors and aliases, directives, merge keys, null or complex keys, duplicate keys, any
+// error) answers undefined, and the caller parses with `yaml`, which also finds the lines of
+// problems. The parse stage was 6× js-yaml with `yaml` alone (BENCHMARKS.md §9).
 
-import {
-  constructFromEvents,
-  defineMappingTag,
-  defineScalarTag,
-  EVENT_ID,
-  FAILSAFE_SCHEMA,
-  getScalarValue,
-  NOT_RESOLVED,
-  parseEvents,
-  SCALAR_STYLE,
-  Schema as LoaderSchema,
-  type Event,
-  type ScalarEvent,
-} from 'js-yaml'
+import { EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event, type ScalarEvent } from 'js-yaml'
 import { Document, isScalar, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
-import { compareText } from '../lib/sort.ts'
 
 /** One document's value and the offset where its content starts; an empty one (only comments, or nothing between two `---`) has neither. */
 export type LoadedDocument = { readonly empty: false; readonly value: unknown; readonly offset: number } | { readonly empty: true }
 
 /** How a kind of text is read: the `yaml` options it would be parsed with. */
 export interface YamlRules {
-  readonly loader: LoaderSchema
   /** A plain scalar's value as `yaml` reads it; throws where the loader steps aside (`<<`, a rule's error). */
   readonly plain: (source: string) => unknown
 }
@@ -44,55 +29,23 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
   }
   // One test for "any rule matches", so most plain strings (names, words) cost one regex.
   const any = rules.every((rule) => rule.test.flags === '') ? new RegExp(rules.map((rule) => `(?:${rule.test.source})`).join('|')) : undefined
-  const resolve = (source: string): unknown => {
+  const plain = (source: string): unknown => {
+    if (!FIRST_CHARS.has(source.charAt(0))) return source
     // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
     if (source === '<<') throw new Error('merge key')
-    if (any !== undefined && !any.test(source)) return NOT_RESOLVED
+    if (any !== undefined && !any.test(source)) return source
     for (const rule of rules) {
       if (!rule.test.test(source)) continue
       const value = rule.resolve(source, onError, resolverOptions)
       return isScalar(value) ? value.value : value
     }
-    return NOT_RESOLVED
+    return source
   }
-  const plain = defineScalarTag('tag:helmrelease-trigger,2026:plain', {
-    implicit: true,
-    implicitFirstChars: FIRST_CHARS,
-    identify: () => false,
-    resolve: (source, isExplicit) => (isExplicit ? NOT_RESOLVED : resolve(source)),
-  })
-  // As the loader reads a plain scalar: only a first character in FIRST_CHARS tries the rules.
-  const plainValue = (source: string): unknown => {
-    if (!FIRST_CHAR_SET.has(source.charAt(0))) return source
-    const value = resolve(source)
-    return value === NOT_RESOLVED ? source : value
-  }
-  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain), plain: plainValue }
+  return { plain }
 }
 
 // Every first character a `yaml` core or YAML 1.1 plain-scalar test can match; others are strings.
-const FIRST_CHARS = ['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789']
-const FIRST_CHAR_SET = new Set(FIRST_CHARS)
-
-/**
- * Plain objects as `yaml`'s toJS builds them, for keys on which both agree: `yaml` turns a null
- * key into '' and a collection key into its YAML text, js-yaml does neither.
- */
-const plainKeyMap = defineMappingTag<Record<string, unknown>>('tag:yaml.org,2002:map', {
-  create: () => ({}),
-  identify: (data) => typeof data === 'object' && data !== null && Object.getPrototypeOf(data) === Object.prototype,
-  addPair: (container, key, value) => {
-    if (key === null || typeof key === 'object' || typeof key === 'symbol') return 'a null or complex key'
-    const name = typeof key === 'string' ? key : String(key)
-    if (name === '__proto__') return 'a __proto__ key'
-    container[name] = value
-    return ''
-  },
-  has: (container, key) =>
-    typeof key === 'string' ? Object.hasOwn(container, key) : key !== null && typeof key !== 'object' && Object.hasOwn(container, String(key)),
-  keys: (container) => Object.keys(container),
-  get: (container, key) => container[String(key)],
-})
+const FIRST_CHARS = new Set(['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789'])
 
 /** Every document of `text`, or undefined when `yaml` must parse it (see the file comment). */
 export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] | undefined {
@@ -107,7 +60,7 @@ export function loadOnlyDocument(text: string, rules: YamlRules): { readonly val
 
 /** The events of text in the common case, and where each document's content starts (-1: an empty document). */
 interface CommonEvents {
-  readonly events: Event[]
+  readonly events: readonly Event[]
   readonly offsets: readonly number[]
 }
 
@@ -150,20 +103,29 @@ function commonEvents(text: string): CommonEvents | undefined {
   return { events, offsets }
 }
 
-/** The documents the events build, or undefined when js-yaml's construction refuses them (a duplicate, null or `__proto__` key, `<<`). */
+/** The documents the events build, or undefined for a key the loader refuses (duplicate, null, complex, `__proto__`) or `<<`. */
 function construct(common: CommonEvents, text: string, rules: YamlRules): LoadedDocument[] | undefined {
-  const { events, offsets } = common
-  let values: unknown[]
+  const documents: LoadedDocument[] = []
+  const walk: Walk<unknown, Record<string, unknown>> = { events: common.events, at: 0, text, rules, fold: OBJECTS }
   try {
-    values = constructFromEvents(events, { source: text, schema: rules.loader, maxAliases: 0 })
+    for (const offset of common.offsets) {
+      // A document: its opening event, its root (an empty scalar when it is empty), its closing POP.
+      walk.at++
+      if (offset === -1) {
+        walk.at++
+        documents.push({ empty: true })
+      } else {
+        const value = foldNode(walk)
+        if (value === undefined) return undefined
+        documents.push({ empty: false, value, offset })
+      }
+      if (walk.events[walk.at++]?.type !== EVENT_ID.POP) return undefined
+    }
   } catch {
+    // A plain scalar the loader steps aside for (`<<`, a rule's error).
     return undefined
   }
-  if (values.length !== offsets.length) return undefined
-  return values.map((value, i) => {
-    const offset = offsets[i] ?? -1
-    return offset === -1 ? { empty: true } : { empty: false, value, offset }
-  })
+  return walk.at === walk.events.length ? documents : undefined
 }
 
 function onlyDocument(documents: readonly LoadedDocument[] | undefined): { readonly value: unknown } | undefined {
@@ -172,20 +134,32 @@ function onlyDocument(documents: readonly LoadedDocument[] | undefined): { reado
 }
 
 /**
- * How a document is folded bottom-up into one result, with no objects built in between (the
- * semantic digest's canonical JSON: BENCHMARKS.md §9). Each part answers from its parts' results.
+ * How a document is folded bottom-up into one result from its events (the values as `yaml` gives
+ * them, or the semantic digest's canonical JSON with no objects built in between: BENCHMARKS.md
+ * §9). M is a mapping while its entries are added.
  */
-export interface Fold<T> {
-  /** A scalar's value as the loader gives it; undefined declines, and the document is then loaded whole. */
+export interface Fold<T, M> {
+  /** A scalar's value as `yaml` reads it; undefined declines. */
   scalar(value: unknown): T | undefined
-  sequence(items: readonly T[]): T
-  /** Entries sorted by key (UTF-16 code units, as `sort()` orders strings), no two keys alike. */
-  mapping(entries: readonly FoldedEntry<T>[]): T
+  sequence(items: T[]): T
+  mapping(): M
+  /** Adds an entry, in document order; false declines (a duplicate key). */
+  add(mapping: M, key: string, value: T): boolean
+  /** The finished mapping; undefined declines. */
+  end(mapping: M): T | undefined
 }
 
-export interface FoldedEntry<T> {
-  readonly key: string
-  readonly value: T
+/** Plain objects as `yaml`'s toJS builds them, for the keys on which both agree (see keyName); a duplicate key declines. */
+const OBJECTS: Fold<unknown, Record<string, unknown>> = {
+  scalar: (value) => value,
+  sequence: (items) => items,
+  mapping: () => ({}),
+  add: (object, key, value) => {
+    if (Object.hasOwn(object, key)) return false
+    object[key] = value
+    return true
+  },
+  end: (object) => object,
 }
 
 /** A document folded, or its value as loadOnlyDocument gives it when the fold declined. */
@@ -193,79 +167,83 @@ export type FoldedDocument<T> = { readonly folded: T } | { readonly value: unkno
 
 /**
  * Text that is exactly one non-empty document, folded (see Fold); undefined exactly when
- * loadOnlyDocument gives undefined. Anything the fold does not take as it comes (a null, complex or
- * `__proto__` key, a duplicate key, a declined scalar, `<<`) is left to the loader, so the fold
- * only ever answers for documents the loader reads without a question, and answers from the same values.
+ * loadOnlyDocument gives undefined. When the fold declines, the document is loaded as
+ * loadOnlyDocument loads it, so a fold only has to answer for what it takes as it comes.
  */
-export function foldOnlyDocument<T>(text: string, rules: YamlRules, fold: Fold<T>): FoldedDocument<T> | undefined {
+export function foldOnlyDocument<T, M>(text: string, rules: YamlRules, fold: Fold<T, M>): FoldedDocument<T> | undefined {
   const common = commonEvents(text)
   if (common === undefined) return undefined
   if (common.offsets.length === 1 && common.offsets[0] !== -1) {
-    const folded = foldEvents(common.events, text, rules, fold)
+    const walk: Walk<T, M> = { events: common.events, at: 1, text, rules, fold }
+    let folded: T | undefined
+    try {
+      folded = foldNode(walk)
+    } catch {
+      folded = undefined
+    }
     if (folded !== undefined) return { folded }
   }
   return onlyDocument(construct(common, text, rules))
 }
 
-/** The one document of `events` folded, or undefined when the fold declines anything. */
-function foldEvents<T>(events: readonly Event[], text: string, rules: YamlRules, fold: Fold<T>): T | undefined {
-  // events[0] opens the document; its root follows.
-  let at = 1
-  const scalarValue = (event: ScalarEvent): unknown => {
-    const source = getScalarValue(text, event)
-    return event.style === SCALAR_STYLE.PLAIN ? rules.plain(source) : source
-  }
-  const node = (): T | undefined => {
-    const event = events[at++]
-    switch (event?.type) {
-      case EVENT_ID.SCALAR:
-        return fold.scalar(scalarValue(event))
-      case EVENT_ID.SEQUENCE: {
-        const items: T[] = []
-        while (events[at]?.type !== EVENT_ID.POP) {
-          const item = node()
-          if (item === undefined) return undefined
-          items.push(item)
-        }
-        at++
-        return fold.sequence(items)
+/** A fold under way: the events, and the one the next node starts at. */
+interface Walk<T, M> {
+  readonly events: readonly Event[]
+  at: number
+  readonly text: string
+  readonly rules: YamlRules
+  readonly fold: Fold<T, M>
+}
+
+/** The node at `walk.at` folded, the walk moved past it; undefined when the fold declines. Throws where `rules.plain` does. */
+function foldNode<T, M>(walk: Walk<T, M>): T | undefined {
+  const { events, fold } = walk
+  const event = events[walk.at++]
+  switch (event?.type) {
+    case EVENT_ID.SCALAR:
+      return fold.scalar(scalarValue(event, walk))
+    case EVENT_ID.SEQUENCE: {
+      const items: T[] = []
+      while (events[walk.at]?.type !== EVENT_ID.POP) {
+        const item = foldNode(walk)
+        if (item === undefined) return undefined
+        items.push(item)
       }
-      case EVENT_ID.MAPPING: {
-        const entries: FoldedEntry<T>[] = []
-        for (let next = events[at]; next?.type !== EVENT_ID.POP; next = events[at]) {
-          if (next?.type !== EVENT_ID.SCALAR) return undefined
-          at++
-          const key = keyName(scalarValue(next))
-          const value = key === undefined ? undefined : node()
-          if (key === undefined || value === undefined) return undefined
-          entries.push({ key, value })
-        }
-        at++
-        return sortEntries(entries) ? fold.mapping(entries) : undefined
-      }
-      default:
-        return undefined
+      walk.at++
+      return fold.sequence(items)
     }
-  }
-  try {
-    return node()
-  } catch {
-    // A plain scalar the loader steps aside for (`<<`, a rule's error).
-    return undefined
+    case EVENT_ID.MAPPING: {
+      const mapping = fold.mapping()
+      for (let next = events[walk.at]; next?.type !== EVENT_ID.POP; next = events[walk.at]) {
+        if (next?.type !== EVENT_ID.SCALAR) return undefined
+        walk.at++
+        const key = keyName(scalarValue(next, walk))
+        const value = key === undefined ? undefined : foldNode(walk)
+        if (key === undefined || value === undefined || !fold.add(mapping, key, value)) return undefined
+      }
+      walk.at++
+      return fold.end(mapping)
+    }
+    default:
+      return undefined
   }
 }
 
-/** A key's name as plainKeyMap stores it; undefined for the keys it refuses (null, complex, `__proto__`). */
+/** A scalar's value: a plain one by the rules, any other (quoted, block) its text. */
+function scalarValue(event: ScalarEvent, walk: { readonly text: string; readonly rules: YamlRules }): unknown {
+  const source = getScalarValue(walk.text, event)
+  return event.style === SCALAR_STYLE.PLAIN ? walk.rules.plain(source) : source
+}
+
+/**
+ * A key's name as `yaml`'s toJS names it, for the keys on which it and js-yaml agree; undefined for
+ * the others: `yaml` turns a null key into '' and a collection key into its YAML text, and a
+ * `__proto__` key is not a plain object's own key.
+ */
 function keyName(key: unknown): string | undefined {
   if (key === null || typeof key === 'object' || typeof key === 'symbol') return undefined
   const name = typeof key === 'string' ? key : String(key)
   return name === '__proto__' ? undefined : name
-}
-
-/** Sorts the entries in place by key; false when two keys are alike (a duplicate: the loader's to refuse). */
-function sortEntries<T>(entries: FoldedEntry<T>[]): boolean {
-  entries.sort((a, b) => compareText(a.key, b.key))
-  return entries.every((entry, i) => i === 0 || entries[i - 1]?.key !== entry.key)
 }
 
 // Where js-yaml and `yaml` read lines apart: an indented `---` or `...` (a document marker to
