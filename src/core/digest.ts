@@ -235,9 +235,16 @@ interface Entry {
 
 const byKey = (a: Entry, b: Entry): number => compareText(a.key, b.key)
 
+/** Whether each key is after the one before (strictly: equal keys are left to the sort and its duplicate check). */
+function inKeyOrder(entries: readonly Entry[]): boolean {
+  for (let i = 1; i < entries.length; i++) if (!((entries[i - 1]?.key ?? '') < (entries[i]?.key ?? ''))) return false
+  return true
+}
+
 /** `{"key":value,…}` in key order; undefined for a duplicate key. */
 function canonicalEntries(entries: Entry[]): string | undefined {
-  entries.sort(byKey)
+  // Most mappings of a values file are short, and many are written in key order already.
+  if (!inKeyOrder(entries)) entries.sort(byKey)
   let out = '{'
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]
