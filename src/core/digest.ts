@@ -8,7 +8,8 @@
 import { createHmac, hash } from 'node:crypto'
 import { isMap, isSeq, parseAllDocuments } from 'yaml'
 import { duplicateKeyOffsets } from './yaml-keys.ts'
-import { loadOnlyDocument, yamlRules } from './yaml-load.ts'
+import { foldOnlyDocument, yamlRules, type Fold } from './yaml-load.ts'
+import { compareText } from '../lib/sort.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
 import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
@@ -155,11 +156,12 @@ const MAY_BE_COLLECTION = /[{[]|[:-](?:\s|$)/
  * (errors, several documents, timestamps, binary, sets, alias bombs) is not worth the risk
  * of calling two different values equal.
  */
-function canonicalYaml(text: string): string | null {
+export function canonicalYaml(text: string): string | null {
   if (!MAY_BE_COLLECTION.test(text)) return null
-  // The common case loaded fast, to exactly what `yaml` gives (yaml-load.ts); the rest below.
-  const only = loadOnlyDocument(text, VALUE_RULES)
-  if (only !== undefined) return canonicalJson(only.value)
+  // The common case read fast, to exactly what `yaml` gives (yaml-load.ts): folded straight into
+  // canonical JSON, or loaded and then encoded when the fold declines; the rest below.
+  const only = foldOnlyDocument(text, VALUE_RULES, CANONICAL_FOLD)
+  if (only !== undefined) return 'folded' in only ? only.folded : canonicalJson(only.value)
   try {
     const docs = parseAllDocuments(text, VALUE_PARSE_OPTIONS)
     const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined
@@ -173,7 +175,7 @@ function canonicalYaml(text: string): string | null {
 }
 
 /** JSON with sorted keys; null when the value holds something plain JSON cannot say exactly. */
-function canonicalJson(value: unknown): string | null {
+export function canonicalJson(value: unknown): string | null {
   if (value === null) return 'null'
   switch (typeof value) {
     case 'string':
@@ -210,6 +212,46 @@ function canonicalObject(object: Readonly<Record<string, unknown>>): string | nu
     parts.push(`${JSON.stringify(key)}:${part}`)
   }
   return `{${parts.join(',')}}`
+}
+
+/**
+ * canonicalJson built straight from the parser's events, with no objects in between: the same
+ * bytes (each part encoded as canonicalJson encodes it, keys in `sort()` order). A scalar plain JSON
+ * cannot say exactly (non-finite, a date) or a duplicate key declines, and the value is loaded
+ * and encoded whole as before.
+ */
+export const CANONICAL_FOLD: Fold<string, Entry[]> = {
+  scalar: (value) => canonicalJson(value) ?? undefined,
+  sequence: (items) => `[${items.join(',')}]`,
+  mapping: () => [],
+  add: (entries, key, value) => entries.push({ key, value }) > 0,
+  end: canonicalEntries,
+}
+
+interface Entry {
+  readonly key: string
+  readonly value: string
+}
+
+const byKey = (a: Entry, b: Entry): number => compareText(a.key, b.key)
+
+/** Whether each key is after the one before (strictly: equal keys are left to the sort and its duplicate check). */
+function inKeyOrder(entries: readonly Entry[]): boolean {
+  for (let i = 1; i < entries.length; i++) if (!((entries[i - 1]?.key ?? '') < (entries[i]?.key ?? ''))) return false
+  return true
+}
+
+/** `{"key":value,…}` in key order; undefined for a duplicate key. */
+function canonicalEntries(entries: Entry[]): string | undefined {
+  // Most mappings of a values file are short, and many are written in key order already.
+  if (!inKeyOrder(entries)) entries.sort(byKey)
+  let out = '{'
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]
+    if (entry === undefined || (i > 0 && entries[i - 1]?.key === entry.key)) return undefined
+    out += `${i === 0 ? '' : ','}${JSON.stringify(entry.key)}:${entry.value}`
+  }
+  return `${out}}`
 }
 
 function isPlainObject(value: object): value is Readonly<Record<string, unknown>> {

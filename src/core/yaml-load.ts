@@ -1,11 +1,11 @@
-// The common case of YAML loaded fast: js-yaml's event parser builds the values, with the
-// `yaml` library's own scalar rules (its schema's tags, tried in its order), so a file loads to
-// exactly what `yaml` gives. Anything outside that common case (tags, anchors and aliases, directives,
-// merge keys, null or complex keys, duplicate keys, any error) answers undefined, and the caller parses
-// with `yaml`, which also finds the lines of problems. The parse stage was 6× js-yaml with
-// `yaml` alone (BENCHMARKS.md §9).
+// The common case of YAML loaded fast: js-yaml's event parser reads the text, and the values are
+// built here from its events with the `yaml` library's own scalar rules (its schema's tags, tried
+// in its order), so a file loads to exactly what `yaml` gives. Anything outside that common case
+// (tags, anchors and aliases, directives, merge keys, null or complex keys, duplicate keys, any
+// error) answers undefined, and the caller parses with `yaml`, which also finds the lines of
+// problems. The parse stage was 6× js-yaml with `yaml` alone (BENCHMARKS.md §9).
 
-import { constructFromEvents, defineMappingTag, defineScalarTag, EVENT_ID, FAILSAFE_SCHEMA, NOT_RESOLVED, parseEvents, Schema as LoaderSchema } from 'js-yaml'
+import { EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event, type ScalarEvent } from 'js-yaml'
 import { Document, isScalar, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
 
 /** One document's value and the offset where its content starts; an empty one (only comments, or nothing between two `---`) has neither. */
@@ -13,7 +13,8 @@ export type LoadedDocument = { readonly empty: false; readonly value: unknown; r
 
 /** How a kind of text is read: the `yaml` options it would be parsed with. */
 export interface YamlRules {
-  readonly loader: LoaderSchema
+  /** A plain scalar's value as `yaml` reads it; throws where the loader steps aside (`<<`, a rule's error). */
+  readonly plain: (source: string) => unknown
 }
 
 type ScalarRule = { readonly test: RegExp; resolve(source: string, onError: (message: string) => void, options: { intAsBigInt: boolean }): unknown }
@@ -28,51 +29,43 @@ export function yamlRules(options: ParseOptions & DocumentOptions & SchemaOption
   }
   // One test for "any rule matches", so most plain strings (names, words) cost one regex.
   const any = rules.every((rule) => rule.test.flags === '') ? new RegExp(rules.map((rule) => `(?:${rule.test.source})`).join('|')) : undefined
-  const plain = defineScalarTag('tag:helmrelease-trigger,2026:plain', {
-    implicit: true,
-    implicitFirstChars: FIRST_CHARS,
-    identify: () => false,
-    resolve: (source, isExplicit) => {
-      if (isExplicit) return NOT_RESOLVED
-      // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
-      if (source === '<<') throw new Error('merge key')
-      if (any !== undefined && !any.test(source)) return NOT_RESOLVED
-      for (const rule of rules) {
-        if (!rule.test.test(source)) continue
-        const value = rule.resolve(source, onError, resolverOptions)
-        return isScalar(value) ? value.value : value
-      }
-      return NOT_RESOLVED
-    },
-  })
-  return { loader: FAILSAFE_SCHEMA.withTags(plainKeyMap, plain) }
+  const plain = (source: string): unknown => {
+    if (!FIRST_CHARS.has(source.charAt(0))) return source
+    // `yaml` reads `<<` as a merge key where a key is expected: not decidable here.
+    if (source === '<<') throw new Error('merge key')
+    if (any !== undefined && !any.test(source)) return source
+    for (const rule of rules) {
+      if (!rule.test.test(source)) continue
+      const value = rule.resolve(source, onError, resolverOptions)
+      return isScalar(value) ? value.value : value
+    }
+    return source
+  }
+  return { plain }
 }
 
 // Every first character a `yaml` core or YAML 1.1 plain-scalar test can match; others are strings.
-const FIRST_CHARS = ['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789']
-
-/**
- * Plain objects as `yaml`'s toJS builds them, for keys on which both agree: `yaml` turns a null
- * key into '' and a collection key into its YAML text, js-yaml does neither.
- */
-const plainKeyMap = defineMappingTag<Record<string, unknown>>('tag:yaml.org,2002:map', {
-  create: () => ({}),
-  identify: (data) => typeof data === 'object' && data !== null && Object.getPrototypeOf(data) === Object.prototype,
-  addPair: (container, key, value) => {
-    if (key === null || typeof key === 'object' || typeof key === 'symbol') return 'a null or complex key'
-    const name = typeof key === 'string' ? key : String(key)
-    if (name === '__proto__') return 'a __proto__ key'
-    container[name] = value
-    return ''
-  },
-  has: (container, key) =>
-    typeof key === 'string' ? Object.hasOwn(container, key) : key !== null && typeof key !== 'object' && Object.hasOwn(container, String(key)),
-  keys: (container) => Object.keys(container),
-  get: (container, key) => container[String(key)],
-})
+const FIRST_CHARS = new Set(['', '~', 'n', 'N', 't', 'T', 'f', 'F', 'y', 'Y', 'o', 'O', 'e', 'E', '-', '+', '.', '<', ...'0123456789'])
 
 /** Every document of `text`, or undefined when `yaml` must parse it (see the file comment). */
 export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] | undefined {
+  const common = commonEvents(text)
+  return common === undefined ? undefined : construct(common, text, rules)
+}
+
+/** The value of text that is exactly one non-empty document, loaded fast; undefined when it is not, or when `yaml` must parse it. */
+export function loadOnlyDocument(text: string, rules: YamlRules): { readonly value: unknown } | undefined {
+  return onlyDocument(loadDocuments(text, rules))
+}
+
+/** The events of text in the common case, and where each document's content starts (-1: an empty document). */
+interface CommonEvents {
+  readonly events: readonly Event[]
+  readonly offsets: readonly number[]
+}
+
+/** js-yaml's events for `text`, or undefined when anything in them is for `yaml` to read (see the file comment). */
+function commonEvents(text: string): CommonEvents | undefined {
   if (mayReadApart(text) && MARKERS_READ_APART.test(text)) return undefined
   let events
   try {
@@ -81,7 +74,6 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
     return undefined
   }
   const offsets: number[] = []
-  const empty: boolean[] = []
   for (let i = 0; i < events.length; i++) {
     const event = events[i]
     if (event === undefined) return undefined
@@ -93,10 +85,8 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
         if (root.type === EVENT_ID.SCALAR) {
           // An empty document; a scalar document (`~`, a string) is for `yaml` to report.
           if (root.valueStart !== -1 || root.tagStart !== -1 || root.anchorStart !== -1) return undefined
-          empty.push(true)
           offsets.push(-1)
         } else {
-          empty.push(false)
           offsets.push(root.start)
         }
         break
@@ -110,21 +100,150 @@ export function loadDocuments(text: string, rules: YamlRules): LoadedDocument[] 
         if (event.tagStart !== -1 || event.anchorStart !== -1) return undefined
     }
   }
-  let values: unknown[]
-  try {
-    values = constructFromEvents(events, { source: text, schema: rules.loader, maxAliases: 0 })
-  } catch {
-    return undefined
-  }
-  if (values.length !== offsets.length) return undefined
-  return values.map((value, i) => (empty[i] === true ? { empty: true } : { empty: false, value, offset: offsets[i] ?? 0 }))
+  return { events, offsets }
 }
 
-/** The value of text that is exactly one non-empty document, loaded fast; undefined when it is not, or when `yaml` must parse it. */
-export function loadOnlyDocument(text: string, rules: YamlRules): { readonly value: unknown } | undefined {
-  const documents = loadDocuments(text, rules)
+/** The documents the events build, or undefined for a key the loader refuses (duplicate, null, complex, `__proto__`) or `<<`. */
+function construct(common: CommonEvents, text: string, rules: YamlRules): LoadedDocument[] | undefined {
+  const documents: LoadedDocument[] = []
+  const walk: Walk<unknown, Record<string, unknown>> = { events: common.events, at: 0, text, rules, fold: OBJECTS }
+  try {
+    for (const offset of common.offsets) {
+      // A document: its opening event, its root (an empty scalar when it is empty), its closing POP.
+      walk.at++
+      if (offset === -1) {
+        walk.at++
+        documents.push({ empty: true })
+      } else {
+        const value = foldNode(walk)
+        if (value === undefined) return undefined
+        documents.push({ empty: false, value, offset })
+      }
+      if (walk.events[walk.at++]?.type !== EVENT_ID.POP) return undefined
+    }
+  } catch {
+    // A plain scalar the loader steps aside for (`<<`, a rule's error).
+    return undefined
+  }
+  return walk.at === walk.events.length ? documents : undefined
+}
+
+function onlyDocument(documents: readonly LoadedDocument[] | undefined): { readonly value: unknown } | undefined {
   const only = documents?.length === 1 ? documents[0] : undefined
   return only === undefined || only.empty ? undefined : only
+}
+
+/**
+ * How a document is folded bottom-up into one result from its events (the values as `yaml` gives
+ * them, or the semantic digest's canonical JSON with no objects built in between: BENCHMARKS.md
+ * §9). M is a mapping while its entries are added.
+ */
+export interface Fold<T, M> {
+  /** A scalar's value as `yaml` reads it; undefined declines. */
+  scalar(value: unknown): T | undefined
+  sequence(items: T[]): T
+  mapping(): M
+  /** Adds an entry, in document order; false declines (a duplicate key). */
+  add(mapping: M, key: string, value: T): boolean
+  /** The finished mapping; undefined declines. */
+  end(mapping: M): T | undefined
+}
+
+/** Plain objects as `yaml`'s toJS builds them, for the keys on which both agree (see keyName); a duplicate key declines. */
+const OBJECTS: Fold<unknown, Record<string, unknown>> = {
+  scalar: (value) => value,
+  sequence: (items) => items,
+  mapping: () => ({}),
+  add: (object, key, value) => {
+    if (Object.hasOwn(object, key)) return false
+    object[key] = value
+    return true
+  },
+  end: (object) => object,
+}
+
+/** A document folded, or its value as loadOnlyDocument gives it when the fold declined. */
+export type FoldedDocument<T> = { readonly folded: T } | { readonly value: unknown }
+
+/**
+ * Text that is exactly one non-empty document, folded (see Fold); undefined exactly when
+ * loadOnlyDocument gives undefined. When the fold declines, the document is loaded as
+ * loadOnlyDocument loads it, so a fold only has to answer for what it takes as it comes.
+ */
+export function foldOnlyDocument<T, M>(text: string, rules: YamlRules, fold: Fold<T, M>): FoldedDocument<T> | undefined {
+  const common = commonEvents(text)
+  if (common === undefined) return undefined
+  if (common.offsets.length === 1 && common.offsets[0] !== -1) {
+    const walk: Walk<T, M> = { events: common.events, at: 1, text, rules, fold }
+    let folded: T | undefined
+    try {
+      folded = foldNode(walk)
+    } catch {
+      folded = undefined
+    }
+    if (folded !== undefined) return { folded }
+  }
+  return onlyDocument(construct(common, text, rules))
+}
+
+/** A fold under way: the events, and the one the next node starts at. */
+interface Walk<T, M> {
+  readonly events: readonly Event[]
+  at: number
+  readonly text: string
+  readonly rules: YamlRules
+  readonly fold: Fold<T, M>
+}
+
+/** The node at `walk.at` folded, the walk moved past it; undefined when the fold declines. Throws where `rules.plain` does. */
+function foldNode<T, M>(walk: Walk<T, M>): T | undefined {
+  const { events, fold } = walk
+  const event = events[walk.at++]
+  switch (event?.type) {
+    case EVENT_ID.SCALAR:
+      return fold.scalar(scalarValue(event, walk))
+    case EVENT_ID.SEQUENCE: {
+      const items: T[] = []
+      while (events[walk.at]?.type !== EVENT_ID.POP) {
+        const item = foldNode(walk)
+        if (item === undefined) return undefined
+        items.push(item)
+      }
+      walk.at++
+      return fold.sequence(items)
+    }
+    case EVENT_ID.MAPPING: {
+      const mapping = fold.mapping()
+      for (let next = events[walk.at]; next?.type !== EVENT_ID.POP; next = events[walk.at]) {
+        if (next?.type !== EVENT_ID.SCALAR) return undefined
+        walk.at++
+        const key = keyName(scalarValue(next, walk))
+        const value = key === undefined ? undefined : foldNode(walk)
+        if (key === undefined || value === undefined || !fold.add(mapping, key, value)) return undefined
+      }
+      walk.at++
+      return fold.end(mapping)
+    }
+    default:
+      return undefined
+  }
+}
+
+/** A scalar's value: a plain one by the rules, any other (quoted, block) its text. */
+function scalarValue(event: ScalarEvent, walk: { readonly text: string; readonly rules: YamlRules }): unknown {
+  const source = getScalarValue(walk.text, event)
+  return event.style === SCALAR_STYLE.PLAIN ? walk.rules.plain(source) : source
+}
+
+/**
+ * A key's name as `yaml`'s toJS names it, for the keys on which it and js-yaml agree; undefined for
+ * the others: `yaml` turns a null key into '' and a collection key into its YAML text, and a
+ * `__proto__` key is not a plain object's own key.
+ */
+function keyName(key: unknown): string | undefined {
+  if (key === null || typeof key === 'object' || typeof key === 'symbol') return undefined
+  const name = typeof key === 'string' ? key : String(key)
+  return name === '__proto__' ? undefined : name
 }
 
 // Where js-yaml and `yaml` read lines apart: an indented `---` or `...` (a document marker to

@@ -10,11 +10,11 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml'
-import { VALUE_PARSE_OPTIONS } from '../../../src/core/digest.ts'
+import { CANONICAL_FOLD, canonicalJson, canonicalYaml, VALUE_PARSE_OPTIONS } from '../../../src/core/digest.ts'
 import { LEAF_PARSE_OPTIONS } from '../../../src/core/key-changes.ts'
 import { parseManifestFile } from '../../../src/core/manifest.ts'
 import { duplicateKeyOffsets } from '../../../src/core/yaml-keys.ts'
-import { lineCounter, loadDocuments, yamlRules } from '../../../src/core/yaml-load.ts'
+import { foldOnlyDocument, lineCounter, loadDocuments, loadOnlyDocument, yamlRules } from '../../../src/core/yaml-load.ts'
 import { releaseManifest, valuesManifest } from '../../../bench/plan.ts'
 
 type Options = ParseOptions & DocumentOptions & SchemaOptions
@@ -152,21 +152,39 @@ interface Tree {
   readonly text?: string
   readonly items?: readonly (readonly [string, Tree])[] | readonly Tree[]
 }
-const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree; map: Tree; seq: Tree; leaf: Tree }>((tie) => ({
-  leaf: fc.oneof(
-    { weight: 6, arbitrary: scalar.map((text) => ({ kind: 'scalar' as const, text })) },
-    { weight: 1, arbitrary: fc.constantFrom('[]', '{}', '[a, 1, yes]', '{a: 1, b: ~}', '[0x1F, "q"]').map((text) => ({ kind: 'flow' as const, text })) },
-    {
-      weight: 1,
-      arbitrary: fc
-        .constantFrom('|\n  a\n  b\n', '>-\n  folded\n  text\n', '|+\n  kept\n\n', '|2\n   indented\n')
-        .map((text) => ({ kind: 'block' as const, text })),
-    },
-  ),
-  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('map'), tie('seq')),
-  map: fc.array(fc.tuple(key, tie('node')), { minLength: 1, maxLength: 5 }).map((items) => ({ kind: 'map' as const, items })),
-  seq: fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((items) => ({ kind: 'seq' as const, items })),
-})).map
+const FLOWS = ['[]', '{}', '[a, 1, yes]', '{a: 1, b: ~}', '[0x1F, "q"]']
+const BLOCKS = ['|\n  a\n  b\n', '>-\n  folded\n  text\n', '|+\n  kept\n\n', '|2\n   indented\n']
+
+/** Text of 1 to 3 documents (or only one) of block YAML made of these scalars, keys and flow collections. */
+function yamlText(scalars: fc.Arbitrary<string>, keys: fc.Arbitrary<string>, flows: readonly string[], only = false): fc.Arbitrary<string> {
+  const tree: fc.Arbitrary<Tree> = fc.letrec<{ node: Tree; map: Tree; seq: Tree; leaf: Tree }>((tie) => ({
+    leaf: fc.oneof(
+      { weight: 6, arbitrary: scalars.map((text) => ({ kind: 'scalar' as const, text })) },
+      { weight: 1, arbitrary: fc.constantFrom(...flows).map((text) => ({ kind: 'flow' as const, text })) },
+      { weight: 1, arbitrary: fc.constantFrom(...BLOCKS).map((text) => ({ kind: 'block' as const, text })) },
+    ),
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('map'), tie('seq')),
+    map: fc.array(fc.tuple(keys, tie('node')), { minLength: 1, maxLength: 5 }).map((items) => ({ kind: 'map' as const, items })),
+    seq: fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((items) => ({ kind: 'seq' as const, items })),
+  })).map
+  const document = fc
+    .tuple(tree, fc.constantFrom('', '# a comment\n', '\n\n'), fc.constantFrom('map', 'seq'))
+    .map(
+      ([t, lead, root]) =>
+        lead +
+        render(
+          root === 'map' && t.kind !== 'map' ? { kind: 'map', items: [['root', t]] } : t.kind === 'map' || t.kind === 'seq' ? t : { kind: 'seq', items: [t] },
+          0,
+        ).replace(/^\n/, ''),
+    )
+  return fc
+    .tuple(
+      fc.array(document, { minLength: 1, maxLength: only ? 1 : 3 }),
+      fc.constantFrom('', '---\n'),
+      only ? fc.constant('') : fc.constantFrom('', '---\n', '---\n# only a comment\n'),
+    )
+    .map(([docs, start, end]) => start + docs.join('---\n') + end)
+}
 
 /** Block YAML for a tree at an indent; a block scalar's text is re-indented under its parent. */
 function render(node: Tree, indent: number): string {
@@ -180,19 +198,7 @@ function render(node: Tree, indent: number): string {
   return `\n${(node.items as readonly Tree[]).map((v) => `${pad}-${render(v, indent + 2)}`).join('')}`
 }
 
-const document = fc
-  .tuple(tree, fc.constantFrom('', '# a comment\n', '\n\n'), fc.constantFrom('map', 'seq'))
-  .map(
-    ([t, lead, root]) =>
-      lead +
-      render(
-        root === 'map' && t.kind !== 'map' ? { kind: 'map', items: [['root', t]] } : t.kind === 'map' || t.kind === 'seq' ? t : { kind: 'seq', items: [t] },
-        0,
-      ).replace(/^\n/, ''),
-  )
-const text = fc
-  .tuple(fc.array(document, { minLength: 1, maxLength: 3 }), fc.constantFrom('', '---\n'), fc.constantFrom('', '---\n', '---\n# only a comment\n'))
-  .map(([docs, start, end]) => start + docs.join('---\n') + end)
+const text = yamlText(scalar, key, FLOWS)
 // Edits that leave the common case: the fast loader must step aside or still agree.
 const INSERTS = [
   '&a ',
@@ -239,12 +245,16 @@ const CHARACTERS = [
   '\ufeff',
 ]
 const insertion = fc.tuple(fc.constantFrom(...INSERTS, ...CHARACTERS), fc.nat())
-const edited = fc.tuple(text, fc.array(insertion, { minLength: 1, maxLength: 3 })).map(([t, inserts]) =>
-  inserts.reduce((out, [insert, at]) => {
-    const offset = out.length === 0 ? 0 : at % (out.length + 1)
-    return out.slice(0, offset) + insert + out.slice(offset)
-  }, t),
-)
+/** Texts with one to three of the insertions above at random places. */
+function edits(texts: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc.tuple(texts, fc.array(insertion, { minLength: 1, maxLength: 3 })).map(([t, inserts]) =>
+    inserts.reduce((out, [insert, at]) => {
+      const offset = out.length === 0 ? 0 : at % (out.length + 1)
+      return out.slice(0, offset) + insert + out.slice(offset)
+    }, t),
+  )
+}
+const edited = edits(text)
 
 describe('the fast YAML loader', () => {
   // Most generated text is the common case, so the comparison must have happened for most of it;
@@ -302,6 +312,154 @@ describe('the fast YAML loader', () => {
     const lineAt = lineCounter('a\nb\n\nc')
     expect([0, 1, 2, 4, 5].map(lineAt)).toEqual([1, 1, 2, 3, 4])
     expect(lineAt(0)).toBe(1)
+  })
+})
+
+// The semantic digest's canonical JSON, folded straight from the events, must be the bytes the
+// loaded value gave before (canonicalJson of loadOnlyDocument's value) and the bytes `yaml`'s value
+// gives: key order by UTF-16 code units, names of non-string keys, -0, big integers, floats,
+// non-finite numbers and dates (null: kept verbatim), escapes and astral characters, empty and deep collections.
+const VALUE_SCALARS = [
+  ...PLAIN,
+  ...QUOTED,
+  '-0.0',
+  '0.0',
+  '1.0e+400',
+  '-1.0e+400',
+  '-9007199254740993',
+  '0x7FFFFFFFFFFFFFFFFF',
+  '1_000_000',
+  '3.14159265358979323846',
+  '6.02e+23',
+  '1.5e-10',
+  'é',
+  'ﬀ',
+  '😀',
+  '"\\u00e9"',
+  '"\\U0001F600"',
+  '"\\uFFFD"',
+  '"\\u2028"',
+  '"\\x00"',
+  '"\\e\\N\\_\\L\\P"',
+  '"tab\\there"',
+  '"quote\\"d"',
+  '"back\\\\slash"',
+  "'single ''q'''",
+]
+const VALUE_KEYS = [
+  'é',
+  'e',
+  'E',
+  'Z',
+  'a',
+  'ﬀ',
+  '😀',
+  '"\\uFFFD"',
+  '"\\U0001F600"',
+  '"\\uff61"',
+  '10',
+  '9',
+  '1',
+  '"1"',
+  '0x1F',
+  '1.0',
+  '-0',
+  'true',
+  'yes',
+  '.inf',
+  '.nan',
+  '~',
+  '"a b"',
+  "'q'",
+  '""',
+]
+const VALUE_FLOWS = [
+  ...FLOWS,
+  '{b: 1, a: 2, c: [3, {z: 0, y: -0}]}',
+  '{"é": 1, "e": 2, "😀": 3, "\\uFFFD": 4, "\\uFF61": 5}',
+  '[1.0e+400]',
+  '{x: .nan}',
+  '[[], {}, [[]], {a: {}}]',
+  '[2001-12-14]',
+  '{"a": "\\u00e9\\n", a2: 12345678901234567890}',
+  '{1: a, 1.0: b}',
+]
+const valueScalar = fc.oneof(fc.constantFrom(...VALUE_SCALARS), fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/))
+const valueKey = fc.oneof({ weight: 3, arbitrary: fc.stringMatching(/^[a-z][a-zA-Z0-9._-]{0,10}$/) }, { weight: 1, arbitrary: fc.constantFrom(...VALUE_KEYS) })
+const valueText = yamlText(valueScalar, valueKey, VALUE_FLOWS, true)
+/** Collections nested `depth` deep, in block or flow style, around a leaf. */
+const deepText = fc
+  .tuple(fc.integer({ min: 1, max: 110 }), fc.constantFrom('block', 'flow'), fc.constantFrom('1', '-0', 'x', '{}', '[]'))
+  .map(([depth, style, leaf]) =>
+    style === 'flow'
+      ? `${'[{k: '.repeat(Math.ceil(depth / 2))}${leaf}${'}]'.repeat(Math.ceil(depth / 2))}\n`
+      : `${Array.from({ length: depth }, (_, i) => `${'  '.repeat(i)}k${i % 3}:`).join('\n')} ${leaf}\n`,
+  )
+const VALUE_RULES = yamlRules(VALUE_PARSE_OPTIONS)
+
+/** The canonical JSON of the value `yaml` gives: one valid mapping or sequence, else null (verbatim). */
+function canonicalViaYaml(t: string): string | null {
+  try {
+    const docs = parseAllDocuments(t, VALUE_PARSE_OPTIONS)
+    const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined
+    if (doc === undefined || doc.errors.length > 0 || doc.warnings.length > 0 || duplicateKeyOffsets(doc).length > 0) return null
+    const value: unknown = doc.toJS({ maxAliasCount: 100 })
+    return typeof value === 'object' && value !== null && !(value instanceof Date) ? canonicalJson(value) : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Checks one text: the fold against the loaded value, and canonicalYaml against what it gave
+ * before the fold (the loaded value's canonical JSON, else `yaml`'s); true when the fold answered.
+ */
+function foldAgrees(t: string): boolean {
+  const folded = foldOnlyDocument(t, VALUE_RULES, CANONICAL_FOLD)
+  const loaded = loadOnlyDocument(t, VALUE_RULES)
+  expect(folded === undefined, `the fold and the loader disagree on stepping aside:\n${t}`).toBe(loaded === undefined)
+  if (folded !== undefined && loaded !== undefined) {
+    if ('folded' in folded) expect(folded.folded, t).toBe(canonicalJson(loaded.value))
+    else expect(typed(folded.value), t).toBe(typed(loaded.value))
+  }
+  expect(canonicalYaml(t), t).toBe(loaded === undefined ? canonicalViaYaml(t) : canonicalJson(loaded.value))
+  return folded !== undefined && 'folded' in folded
+}
+
+describe('the canonical JSON folded from the events', () => {
+  const cases = [
+    { name: 'agrees with the loaded value and with yaml on generated values', input: valueText, answeredAtLeast: 350 },
+    { name: 'agrees with the loaded value and with yaml on edited values', input: edits(valueText), answeredAtLeast: 100 },
+    { name: 'agrees on the loader test documents', input: text, answeredAtLeast: 50 },
+    { name: 'agrees on deep values', input: deepText, answeredAtLeast: 100 },
+  ]
+  for (const c of cases) {
+    it(`${c.name} (2,000 cases)`, () => {
+      let answered = 0
+      fc.assert(
+        fc.property(c.input, (t) => {
+          if (foldAgrees(t)) answered++
+        }),
+        { numRuns: 2_000 },
+      )
+      expect(answered).toBeGreaterThan(c.answeredAtLeast)
+    })
+  }
+
+  it('gives the bytes the loaded value gave, and declines what plain JSON cannot say', () => {
+    const fold = (t: string) => foldOnlyDocument(t, VALUE_RULES, CANONICAL_FOLD)
+    expect(fold('b: 1\na: [-0.0, -0, 12345678901234567890, 1.5, "é\\n"]\nA: {}\nc: []\n')).toEqual({
+      folded: '{"A":{},"a":[-0,0,12345678901234567890,1.5,"é\\n"],"b":1,"c":[]}',
+    })
+    // UTF-16 code units: U+1F600 (a surrogate pair, 0xD83D…) sorts before U+FF61.
+    expect(fold('"\\uFF61": 1\n"😀": 2\n')).toEqual({ folded: '{"😀":2,"｡":1}' })
+    // Non-string keys by their names: 0x1F is "31", yes is "true".
+    expect(fold('0x1F: a\nyes: b\n')).toEqual({ folded: '{"31":"a","true":"b"}' })
+    expect(fold('a: .inf\n')).toMatchObject({ value: { a: Infinity } })
+    expect(fold('a: 2001-12-14\n')).toMatchObject({ value: { a: new Date('2001-12-14') } })
+    // Names alike after resolution: a duplicate, which the loader leaves to yaml.
+    expect(fold('1: a\n1.0: b\n')).toBeUndefined()
+    expect(fold('a: [1]\n---\nb: 2\n')).toBeUndefined()
   })
 })
 
