@@ -11,7 +11,7 @@ import { duplicateKeyOffsets } from './yaml-keys.ts'
 import { foldOnlyDocument, yamlRules, type Fold } from './yaml-load.ts'
 import { compareText } from '../lib/sort.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
-import type { Digest, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
+import type { Digest, KeyedDigest, KeyFingerprints, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
 /** What the digest covers: `data` as text, `binaryData` as base64 (as the API returns it). */
 export interface DigestContent {
@@ -25,12 +25,46 @@ export interface DigestOptions {
 }
 
 export function digestOf(content: DigestContent, options: DigestOptions): PlainDigest {
-  const encode = options.semantic ? semanticValue : textValue
+  return digestOfEncoded(encoded(content, options.semantic ? semanticValue : textValue))
+}
+
+/**
+ * The digest and each key's fingerprint (see keyFingerprints) of content read once, as a plan
+ * reads a manifest from git: each value encoded once and not memoised. A plan parses each value
+ * once; keeping every value of a large commit alive in the memo cost the parse stage more than
+ * it saved (BENCHMARKS.md §9).
+ */
+export function digestWithFingerprints(content: DigestContent, options: DigestOptions): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
+  const parts = encoded(content, options.semantic ? canonicalValue : textValue)
+  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts) } }
+}
+
+/** Each key's value as the digest encodes it, keys sorted. */
+interface EncodedContent {
+  readonly data: readonly (readonly [string, EncodedValue])[]
+  readonly binaryData: readonly (readonly [string, string])[]
+}
+
+function encoded(content: DigestContent, encode: (value: string) => EncodedValue): EncodedContent {
+  return {
+    data: sortedEntries(content.data).map(([key, value]) => [key, encode(value)] as const),
+    binaryData: sortedEntries(content.binaryData).map(([key, value]) => [key, canonicalBase64(value)] as const),
+  }
+}
+
+function digestOfEncoded(parts: EncodedContent): PlainDigest {
   const canonical = JSON.stringify([
-    ['data', sortedEntries(content.data).map(([key, value]) => [key, ...encode(value)])],
-    ['binaryData', sortedEntries(content.binaryData).map(([key, value]) => [key, canonicalBase64(value)])],
+    ['data', parts.data.map(([key, value]) => [key, ...value])],
+    ['binaryData', parts.binaryData.map(([key, value]) => [key, value])],
   ])
   return `sha256:${hash('sha256', canonical, 'hex')}`
+}
+
+function fingerprintsOfEncoded(parts: EncodedContent): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [key, value] of parts.data) out[key] = hash('sha256', JSON.stringify(['data', ...value]), 'hex')
+  for (const [key, value] of parts.binaryData) out[key] = hash('sha256', JSON.stringify(['binaryData', value]), 'hex')
+  return out
 }
 
 /** A ConfigMap (from git or the API) as digest content. */
@@ -91,11 +125,7 @@ function canonicalBase64(base64: string): string {
  * (a Secret's fingerprint would let anyone guess a low-entropy value).
  */
 export function keyFingerprints(content: DigestContent, options: DigestOptions): Record<string, string> {
-  const encode = options.semantic ? semanticValue : textValue
-  const out: Record<string, string> = {}
-  for (const [key, value] of sortedEntries(content.data)) out[key] = hash('sha256', JSON.stringify(['data', ...encode(value)]), 'hex')
-  for (const [key, value] of sortedEntries(content.binaryData)) out[key] = hash('sha256', JSON.stringify(['binaryData', canonicalBase64(value)]), 'hex')
-  return out
+  return fingerprintsOfEncoded(encoded(content, options.semantic ? semanticValue : textValue))
 }
 
 // The tag keeps a verbatim value and a canonicalised one apart.
@@ -106,7 +136,15 @@ function textValue(value: string): EncodedValue {
 }
 
 function semanticValue(value: string): EncodedValue {
-  const canonical = memoised(value)
+  return tagged(value, memoised(value))
+}
+
+/** semanticValue without the memo, for a value read once. */
+function canonicalValue(value: string): EncodedValue {
+  return tagged(value, canonicalYaml(value))
+}
+
+function tagged(value: string, canonical: string | null): EncodedValue {
   return canonical === null ? ['text', value] : ['yaml', canonical]
 }
 

@@ -18,8 +18,8 @@ const PREVIEW = 60
  * text is only shown, and only a ConfigMap's.
  */
 export function keyChanges(before: SourceManifest, after: SourceManifest, options: DigestOptions): KeyChange[] {
-  const old = keyFingerprints(before.content ?? {}, options)
-  const now = keyFingerprints(after.content ?? {}, options)
+  const old = fingerprintsOf(before, options)
+  const now = fingerprintsOf(after, options)
   const shown = after.kind === 'ConfigMap' && !after.encrypted
   const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort()
   return keys.flatMap((key): KeyChange[] => {
@@ -29,6 +29,12 @@ export function keyChanges(before: SourceManifest, after: SourceManifest, option
     if (!shown) return [{ key, change: 'modified' }]
     return leafChanges(key, before.content?.data?.[key], after.content?.data?.[key])
   })
+}
+
+/** The fingerprints made with the source's digest when they are the ones asked for, else made now. */
+function fingerprintsOf(source: SourceManifest, options: DigestOptions): Readonly<Record<string, string>> {
+  const made = source.fingerprints
+  return made !== undefined && made.semantic === options.semantic ? made.byKey : keyFingerprints(source.content ?? {}, options)
 }
 
 /** The keys of a source the commit added: names only. */

@@ -65,6 +65,14 @@ export interface SourceManifest extends SourceRef {
    * Secret's values: never published, logged or put in the plan.
    */
   readonly content?: { readonly data?: Readonly<Record<string, string>>; readonly binaryData?: Readonly<Record<string, string>> }
+  /** Each key's fingerprint, made with the digest (digest.ts): like `content`, never published. */
+  readonly fingerprints?: KeyFingerprints
+}
+
+/** Each key's fingerprint (digest.ts keyFingerprints), and whether the digest was semantic. */
+export interface KeyFingerprints {
+  readonly semantic: boolean
+  readonly byKey: Readonly<Record<string, string>>
 }
 
 /** One key of a source's data that a commit changed; for a YAML value, one changed leaf (`values.yaml` → `image.tag`). */

@@ -8,7 +8,9 @@ import {
   contentOfConfigMap,
   contentOfSecret,
   digestOf,
+  digestWithFingerprints,
   keyedDigest,
+  keyFingerprints,
   keyedReads,
   recordedDigestOf,
   recordedMatches,
@@ -253,6 +255,27 @@ describe('properties', () => {
         const expected = valueDigest(block)
         expect(valueDigest(reordered)).toBe(expected)
         expect(valueDigest(asJson)).toBe(expected)
+      }),
+    )
+  })
+
+  it('gives, read once without the memo, the digest and fingerprints the memoised functions give', () => {
+    const value = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      document.map((object) => stringify(object, { version: '1.1' })),
+      document.map((object) => JSON.stringify(object)),
+      fc.constant('a: [1, {b: yes}]\n# comment\n'),
+      fc.constant('a: 1\na: 2\n'),
+    )
+    const base64 = fc.uint8Array({ maxLength: 12 }).map((bytes) => Buffer.from(bytes).toString('base64'))
+    fc.assert(
+      fc.property(fc.dictionary(key, value, { maxKeys: 5 }), fc.dictionary(key, base64, { maxKeys: 3 }), fc.boolean(), (data, binaryData, isSemantic) => {
+        const content = { data, binaryData }
+        const options = { semantic: isSemantic }
+        expect(digestWithFingerprints(content, options)).toEqual({
+          digest: digestOf(content, options),
+          fingerprints: { semantic: isSemantic, byKey: keyFingerprints(content, options) },
+        })
       }),
     )
   })
