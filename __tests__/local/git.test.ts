@@ -405,6 +405,10 @@ describe('changeAndHead', () => {
     expect(shape(fromRoot)).toEqual(shape({ changes: await reader.changedFiles(undefined, head, apps), headFiles: apart.headFiles }))
     const fullSync = await reader.changeAndHead({ base, head, filter: apps, withChanges: false })
     expect(shape(fullSync)).toEqual(shape({ changes: [], headFiles: apart.headFiles }))
+
+    // Both reads fail on a commit that is not there: one GitError, no rejection left unhandled.
+    const missing = '0123456789abcdef0123456789abcdef01234567'
+    await expect(reader.changeAndHead({ base, head: missing, filter: apps, withChanges: true })).rejects.toBeInstanceOf(GitError)
   })
 })
 

@@ -163,10 +163,12 @@ function changeOf(c: RawChange, blobs: ReadonlyMap<string, Uint8Array | number>)
 
 async function changeAndHead(run: Run, request: ChangeRequest): Promise<ChangeAndHead> {
   const { base, head, filter } = request
-  const listing = listTree(run, head, filter)
+  const [files, diffed] = await Promise.all([
+    listTree(run, head, filter),
+    request.withChanges && base !== undefined ? diffTrees(run, base, head, filter) : Promise.resolve(undefined),
+  ])
   // Without a base the head's listing is the change: one ls-tree for both.
-  const changes = !request.withChanges ? [] : base === undefined ? (await listing).map(asAdded) : await diffTrees(run, base, head, filter)
-  const files = await listing
+  const changes = !request.withChanges ? [] : (diffed ?? files.map(asAdded))
   const blobs = await readBlobs(run, [...changes.flatMap((c) => [c.before, c.after].filter(isDefined)), ...files.map((f) => f.entry)])
   return { changes: changes.map((c) => changeOf(c, blobs)), headFiles: files.map((f) => ({ path: f.path, content: contentOf(f.entry, blobs) })) }
 }
