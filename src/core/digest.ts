@@ -34,7 +34,10 @@ export function digestOf(content: DigestContent, options: DigestOptions): PlainD
  * once; keeping every value of a large commit alive in the memo cost the parse stage more than
  * it saved (BENCHMARKS.md §9).
  */
-export function digestWithFingerprints(content: DigestContent, options: DigestOptions): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
+export function digestWithFingerprints(
+  content: DigestContent,
+  options: DigestOptions,
+): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
   const parts = encoded(content, options.semantic ? canonicalValue : textValue)
   return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts) } }
 }
