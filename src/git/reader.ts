@@ -145,11 +145,13 @@ async function resolveCommit(run: Run, rev: string): Promise<string | undefined>
 
 async function changedFiles(run: Run, base: string | undefined, head: string, filter: PathFilter): Promise<FileChange[]> {
   const changes = base === undefined ? await treeAsAdded(run, head, filter) : await diffTrees(run, base, head, filter)
-  const blobs = await readBlobs(
-    run,
-    changes.flatMap((c) => [c.before, c.after].filter(isDefined)),
-  )
+  const blobs = await readBlobs(run, changes.flatMap(sidesOf))
   return changes.map((c) => changeOf(c, blobs))
+}
+
+/** The blobs a change reads: its old and new sides, where it has them. */
+function sidesOf(c: RawChange): TreeEntry[] {
+  return [c.before, c.after].filter(isDefined)
 }
 
 function changeOf(c: RawChange, blobs: ReadonlyMap<string, Uint8Array | number>): FileChange {
@@ -169,8 +171,8 @@ async function changeAndHead(run: Run, request: ChangeRequest): Promise<ChangeAn
   ])
   // Without a base the head's listing is the change: one ls-tree for both.
   const changes = !request.withChanges ? [] : (diffed ?? files.map(asAdded))
-  const blobs = await readBlobs(run, [...changes.flatMap((c) => [c.before, c.after].filter(isDefined)), ...files.map((f) => f.entry)])
-  return { changes: changes.map((c) => changeOf(c, blobs)), headFiles: files.map((f) => ({ path: f.path, content: contentOf(f.entry, blobs) })) }
+  const blobs = await readBlobs(run, [...changes.flatMap(sidesOf), ...files.map((f) => f.entry)])
+  return { changes: changes.map((c) => changeOf(c, blobs)), headFiles: files.map((f) => headFileOf(f, blobs)) }
 }
 
 async function treeAsAdded(run: Run, head: string, filter: PathFilter): Promise<RawChange[]> {
@@ -230,7 +232,11 @@ async function headFiles(run: Run, head: string, filter: PathFilter): Promise<He
     run,
     files.map((f) => f.entry),
   )
-  return files.map((f) => ({ path: f.path, content: contentOf(f.entry, blobs) }))
+  return files.map((f) => headFileOf(f, blobs))
+}
+
+function headFileOf(file: ListedFile, blobs: ReadonlyMap<string, Uint8Array | number>): HeadFile {
+  return { path: file.path, content: contentOf(file.entry, blobs) }
 }
 
 async function show(run: Run, sha: string, path: string): Promise<FileContent | undefined> {
