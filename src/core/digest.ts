@@ -39,7 +39,9 @@ export function digestWithFingerprints(
   options: DigestOptions,
 ): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
   const parts = encoded(content, options.semantic ? canonicalValue : textValue)
-  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts) } }
+  const canonical: Record<string, string> = {}
+  for (const [key, [tag, value]] of parts.data) if (tag === 'yaml') canonical[key] = value
+  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts), canonical } }
 }
 
 /** Each key's value as the digest encodes it, keys sorted. */

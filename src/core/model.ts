@@ -73,6 +73,8 @@ export interface SourceManifest extends SourceRef {
 export interface KeyFingerprints {
   readonly semantic: boolean
   readonly byKey: Readonly<Record<string, string>>
+  /** A `data` value's canonical JSON where the semantic digest read it as one YAML/JSON collection: its leaves without a second YAML parse. */
+  readonly canonical?: Readonly<Record<string, string>>
 }
 
 /** One key of a source's data that a commit changed; for a YAML value, one changed leaf (`values.yaml` → `image.tag`). */

@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import {
+  canonicalYaml,
   contentOfConfigMap,
   contentOfSecret,
   digestOf,
@@ -259,6 +260,15 @@ describe('properties', () => {
     )
   })
 
+  /** The canonical JSON of each value the semantic digest reads as a YAML/JSON collection. */
+  const canonicalOf = (data: Record<string, string>, isSemantic: boolean): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(isSemantic ? data : {}).flatMap(([key, value]) => {
+        const canonical = canonicalYaml(value)
+        return canonical === null ? [] : [[key, canonical]]
+      }),
+    )
+
   it('gives, read once without the memo, the digest and fingerprints the memoised functions give', () => {
     const value = fc.oneof(
       fc.string({ maxLength: 20 }),
@@ -274,7 +284,7 @@ describe('properties', () => {
         const options = { semantic: isSemantic }
         expect(digestWithFingerprints(content, options)).toEqual({
           digest: digestOf(content, options),
-          fingerprints: { semantic: isSemantic, byKey: keyFingerprints(content, options) },
+          fingerprints: { semantic: isSemantic, byKey: keyFingerprints(content, options), canonical: canonicalOf(data, isSemantic) },
         })
       }),
     )

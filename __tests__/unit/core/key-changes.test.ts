@@ -1,9 +1,12 @@
 // Which keys a commit changed: leaves of a YAML value for ConfigMaps (old → new, shortened),
 // key names only for Secrets, never their values.
 
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { digestWithFingerprints } from '../../../src/core/digest.ts'
 import { addedKeys, keyChanges } from '../../../src/core/key-changes.ts'
-import type { SourceManifest } from '../../../src/core/model.ts'
+import type { KeyChange, SourceManifest } from '../../../src/core/model.ts'
 
 function source(kind: 'ConfigMap' | 'Secret', data: Record<string, string>): SourceManifest {
   return {
@@ -68,6 +71,52 @@ describe('keyChanges', () => {
     expect(addedKeys(source('Secret', { b: '1', a: '2' }))).toEqual([
       { key: 'a', change: 'added' },
       { key: 'b', change: 'added' },
+    ])
+  })
+})
+
+describe('leaves read from the digest', () => {
+  // Values as Helm values files hold them: nested mappings of strings, numbers, booleans, null, lists.
+  const name = fc.stringMatching(/^[a-z][a-zA-Z0-9_-]{0,6}$/)
+  const leaf = fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null))
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(name, tie('node'), { maxKeys: 3 })),
+  })).node
+  const values = fc.dictionary(name, tree, { minKeys: 1, maxKeys: 5 }).map((object) => stringify(object, { version: '1.1' }))
+
+  // A list's mappings are shown with their keys sorted, as the digest wrote them: compared as JSON
+  // values (a shortened one only by being shortened).
+  const shown = (text: string | undefined): unknown => {
+    if (text === undefined || text.endsWith('…')) return text === undefined ? undefined : '…'
+    try {
+      return JSON.parse(text) as unknown
+    } catch {
+      return text // a whole value's text ("(3 lines)"), not a leaf
+    }
+  }
+  const comparable = (change: KeyChange): unknown => ({ ...change, before: shown(change.before), after: shown(change.after) })
+
+  it('lists the same changed leaves from the canonical JSON the digest made as from a second YAML parse', () => {
+    fc.assert(
+      fc.property(values, values, (a, b) => {
+        const read = (text: string): SourceManifest => ({
+          ...source('ConfigMap', { 'values.yaml': text }),
+          ...digestWithFingerprints({ data: { 'values.yaml': text } }, SEMANTIC),
+        })
+        const withCanonical = keyChanges(read(a), read(b), SEMANTIC)
+        const reparsed = keyChanges(source('ConfigMap', { 'values.yaml': a }), source('ConfigMap', { 'values.yaml': b }), SEMANTIC)
+        expect(withCanonical.map(comparable)).toEqual(reparsed.map(comparable))
+      }),
+    )
+  })
+
+  it('shows a value the digest read as Helm does: `1:20` stays a string (no base-60 numbers)', () => {
+    const read = (text: string): SourceManifest => ({ ...source('ConfigMap', { v: text }), ...digestWithFingerprints({ data: { v: text } }, SEMANTIC) })
+    expect(keyChanges(read('port: 1:20\nx: 1\n'), read('port: 1:20\nx: 2\n'), SEMANTIC)).toEqual([
+      { key: 'v', path: 'x', change: 'modified', before: '1', after: '2' },
+    ])
+    expect(keyChanges(read('port: 1:20\n'), read('port: 1:21\n'), SEMANTIC)).toEqual([
+      { key: 'v', path: 'port', change: 'modified', before: '"1:20"', after: '"1:21"' },
     ])
   })
 })

@@ -45,7 +45,11 @@ describe('ConfigMaps', () => {
         encrypted: false,
         digest: digestOf({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
         content: { data: { 'values.yaml': 'replicas: 2\n' }, binaryData: {} },
-        fingerprints: { semantic: true, byKey: keyFingerprints({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }) },
+        fingerprints: {
+          semantic: true,
+          byKey: keyFingerprints({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
+          canonical: { 'values.yaml': '{"replicas":2}' },
+        },
       },
     ])
   })
