@@ -39,9 +39,13 @@ export function digestWithFingerprints(
   options: DigestOptions,
 ): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
   const parts = encoded(content, options.semantic ? canonicalValue : textValue)
-  const canonical: Record<string, string> = {}
-  for (const [key, [tag, value]] of parts.data) if (tag === 'yaml') canonical[key] = value
-  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts), canonical } }
+  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts), encoded: parts.data } }
+}
+
+/** A data key's canonical JSON, when the digest read its value as one YAML/JSON collection. */
+export function canonicalJsonOf(fingerprints: Pick<KeyFingerprints, 'encoded'>, key: string): string | undefined {
+  const value = fingerprints.encoded?.find(([name]) => name === key)?.[1]
+  return value?.[0] === 'yaml' ? value[1] : undefined
 }
 
 /** Each key's value as the digest encodes it, keys sorted. */

@@ -2,7 +2,7 @@
 // image.tag: 1.0 → 1.1" for a ConfigMap, the key name alone for a Secret. Pure.
 
 import { parse } from 'yaml'
-import { keyFingerprints, type DigestOptions } from './digest.ts'
+import { canonicalJsonOf, keyFingerprints, type DigestOptions } from './digest.ts'
 import type { KeyChange, KeyFingerprints, SourceManifest } from './model.ts'
 import { loadOnlyDocument, yamlRules } from './yaml-load.ts'
 
@@ -18,8 +18,10 @@ const PREVIEW = 60
  * text is only shown, and only a ConfigMap's.
  */
 export function keyChanges(before: SourceManifest, after: SourceManifest, options: DigestOptions): KeyChange[] {
-  const { byKey: old, canonical: oldCanonical } = fingerprintsOf(before, options)
-  const { byKey: now, canonical: nowCanonical } = fingerprintsOf(after, options)
+  const oldPrints = fingerprintsOf(before, options)
+  const nowPrints = fingerprintsOf(after, options)
+  const old = oldPrints.byKey
+  const now = nowPrints.byKey
   const shown = after.kind === 'ConfigMap' && !after.encrypted
   const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort()
   return keys.flatMap((key): KeyChange[] => {
@@ -29,13 +31,13 @@ export function keyChanges(before: SourceManifest, after: SourceManifest, option
     if (!shown) return [{ key, change: 'modified' }]
     return leafChanges(
       key,
-      { text: before.content?.data?.[key], canonical: oldCanonical?.[key] },
-      { text: after.content?.data?.[key], canonical: nowCanonical?.[key] },
+      { text: before.content?.data?.[key], canonical: canonicalJsonOf(oldPrints, key) },
+      { text: after.content?.data?.[key], canonical: canonicalJsonOf(nowPrints, key) },
     )
   })
 }
 
-/** The fingerprints made with the source's digest when they are the ones asked for, else made now (without canonical JSON). */
+/** The fingerprints made with the source's digest when they are the ones asked for, else made now (without the encoded values). */
 function fingerprintsOf(source: SourceManifest, options: DigestOptions): Omit<KeyFingerprints, 'semantic'> {
   const made = source.fingerprints
   return made !== undefined && made.semantic === options.semantic ? made : { byKey: keyFingerprints(source.content ?? {}, options) }

@@ -73,8 +73,8 @@ export interface SourceManifest extends SourceRef {
 export interface KeyFingerprints {
   readonly semantic: boolean
   readonly byKey: Readonly<Record<string, string>>
-  /** A `data` value's canonical JSON where the semantic digest read it as one YAML/JSON collection: its leaves without a second YAML parse. */
-  readonly canonical?: Readonly<Record<string, string>>
+  /** Each `data` value as the digest encoded it (digest.ts canonicalJsonOf reads it): the values diff reads leaves from it without a second YAML parse. */
+  readonly encoded?: readonly (readonly [key: string, value: readonly [tag: string, text: string]])[]
 }
 
 /** One key of a source's data that a commit changed; for a YAML value, one changed leaf (`values.yaml` → `image.tag`). */

@@ -48,7 +48,7 @@ describe('ConfigMaps', () => {
         fingerprints: {
           semantic: true,
           byKey: keyFingerprints({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
-          canonical: { 'values.yaml': '{"replicas":2}' },
+          encoded: [['values.yaml', ['yaml', '{"replicas":2}']]],
         },
       },
     ])
