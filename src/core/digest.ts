@@ -11,7 +11,7 @@ import { duplicateKeyOffsets } from './yaml-keys.ts'
 import { foldOnlyDocument, yamlRules, type Fold } from './yaml-load.ts'
 import { compareText } from '../lib/sort.ts'
 import type { ParseOptions, DocumentOptions, SchemaOptions } from 'yaml'
-import type { Digest, KeyedDigest, KeyFingerprints, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
+import type { Digest, EncodedContent, KeyedDigest, LiveSource, PlainDigest, PlannedRead, SourceId } from './model.ts'
 
 /** What the digest covers: `data` as text, `binaryData` as base64 (as the API returns it). */
 export interface DigestContent {
@@ -25,38 +25,35 @@ export interface DigestOptions {
 }
 
 export function digestOf(content: DigestContent, options: DigestOptions): PlainDigest {
-  return digestOfEncoded(encoded(content, options.semantic ? semanticValue : textValue))
+  return digestOfEncoded(encodeContent(content, options))
 }
 
 /**
- * The digest and each key's fingerprint (see keyFingerprints) of content read once, as a plan
- * reads a manifest from git: each value encoded once and not memoised. A plan parses each value
- * once; keeping every value of a large commit alive in the memo cost the parse stage more than
- * it saved (BENCHMARKS.md §9).
+ * The digest of content read once, as a plan reads a manifest from git, and the content as it
+ * encoded it (kept for the values diff: keyFingerprintsOf, canonicalJsonOf): each value encoded
+ * once and not memoised. A plan parses each value once; keeping every value of a large commit
+ * alive in the memo cost the parse stage more than it saved (BENCHMARKS.md §9).
  */
-export function digestWithFingerprints(
-  content: DigestContent,
-  options: DigestOptions,
-): { readonly digest: PlainDigest; readonly fingerprints: KeyFingerprints } {
-  const parts = encoded(content, options.semantic ? canonicalValue : textValue)
-  return { digest: digestOfEncoded(parts), fingerprints: { semantic: options.semantic, byKey: fingerprintsOfEncoded(parts), encoded: parts.data } }
+export function digestAndEncoding(content: DigestContent, options: DigestOptions): { readonly digest: PlainDigest; readonly encoded: EncodedContent } {
+  const encoded = encode(content, options.semantic, options.semantic ? canonicalValue : textValue)
+  return { digest: digestOfEncoded(encoded), encoded }
+}
+
+/** Content encoded as the digest encodes it (values memoised), for content read from the API or read again. */
+export function encodeContent(content: DigestContent, options: DigestOptions): EncodedContent {
+  return encode(content, options.semantic, options.semantic ? semanticValue : textValue)
 }
 
 /** A data key's canonical JSON, when the digest read its value as one YAML/JSON collection. */
-export function canonicalJsonOf(fingerprints: Pick<KeyFingerprints, 'encoded'>, key: string): string | undefined {
-  const value = fingerprints.encoded?.find(([name]) => name === key)?.[1]
+export function canonicalJsonOf(encoded: EncodedContent, key: string): string | undefined {
+  const value = encoded.data.find(([name]) => name === key)?.[1]
   return value?.[0] === 'yaml' ? value[1] : undefined
 }
 
-/** Each key's value as the digest encodes it, keys sorted. */
-interface EncodedContent {
-  readonly data: readonly (readonly [string, EncodedValue])[]
-  readonly binaryData: readonly (readonly [string, string])[]
-}
-
-function encoded(content: DigestContent, encode: (value: string) => EncodedValue): EncodedContent {
+function encode(content: DigestContent, semantic: boolean, encodeValue: (value: string) => EncodedValue): EncodedContent {
   return {
-    data: sortedEntries(content.data).map(([key, value]) => [key, encode(value)] as const),
+    semantic,
+    data: sortedEntries(content.data).map(([key, value]) => [key, encodeValue(value)] as const),
     binaryData: sortedEntries(content.binaryData).map(([key, value]) => [key, canonicalBase64(value)] as const),
   }
 }
@@ -69,7 +66,8 @@ function digestOfEncoded(parts: EncodedContent): PlainDigest {
   return `sha256:${hash('sha256', canonical, 'hex')}`
 }
 
-function fingerprintsOfEncoded(parts: EncodedContent): Record<string, string> {
+/** Each key's fingerprint (see keyFingerprints) of content already encoded. */
+export function keyFingerprintsOf(parts: EncodedContent): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [key, value] of parts.data) out[key] = hash('sha256', JSON.stringify(['data', ...value]), 'hex')
   for (const [key, value] of parts.binaryData) out[key] = hash('sha256', JSON.stringify(['binaryData', value]), 'hex')
@@ -134,11 +132,11 @@ function canonicalBase64(base64: string): string {
  * (a Secret's fingerprint would let anyone guess a low-entropy value).
  */
 export function keyFingerprints(content: DigestContent, options: DigestOptions): Record<string, string> {
-  return fingerprintsOfEncoded(encoded(content, options.semantic ? semanticValue : textValue))
+  return keyFingerprintsOf(encodeContent(content, options))
 }
 
 // The tag keeps a verbatim value and a canonicalised one apart.
-type EncodedValue = readonly ['text' | 'yaml', string]
+type EncodedValue = EncodedContent['data'][number][1]
 
 function textValue(value: string): EncodedValue {
   return ['text', value]

@@ -2,8 +2,8 @@
 // image.tag: 1.0 → 1.1" for a ConfigMap, the key name alone for a Secret. Pure.
 
 import { parse } from 'yaml'
-import { canonicalJsonOf, keyFingerprints, type DigestOptions } from './digest.ts'
-import type { KeyChange, KeyFingerprints, SourceManifest } from './model.ts'
+import { canonicalJsonOf, encodeContent, keyFingerprintsOf, type DigestOptions } from './digest.ts'
+import type { EncodedContent, KeyChange, SourceManifest } from './model.ts'
 import { loadOnlyDocument, yamlRules } from './yaml-load.ts'
 
 /** More changed leaves than this in one value are summed up, not listed. */
@@ -18,10 +18,10 @@ const PREVIEW = 60
  * text is only shown, and only a ConfigMap's.
  */
 export function keyChanges(before: SourceManifest, after: SourceManifest, options: DigestOptions): KeyChange[] {
-  const oldPrints = fingerprintsOf(before, options)
-  const nowPrints = fingerprintsOf(after, options)
-  const old = oldPrints.byKey
-  const now = nowPrints.byKey
+  const oldEncoded = encodedOf(before, options)
+  const nowEncoded = encodedOf(after, options)
+  const old = keyFingerprintsOf(oldEncoded)
+  const now = keyFingerprintsOf(nowEncoded)
   const shown = after.kind === 'ConfigMap' && !after.encrypted
   const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort()
   return keys.flatMap((key): KeyChange[] => {
@@ -31,16 +31,16 @@ export function keyChanges(before: SourceManifest, after: SourceManifest, option
     if (!shown) return [{ key, change: 'modified' }]
     return leafChanges(
       key,
-      { text: before.content?.data?.[key], canonical: canonicalJsonOf(oldPrints, key) },
-      { text: after.content?.data?.[key], canonical: canonicalJsonOf(nowPrints, key) },
+      { text: before.content?.data?.[key], canonical: canonicalJsonOf(oldEncoded, key) },
+      { text: after.content?.data?.[key], canonical: canonicalJsonOf(nowEncoded, key) },
     )
   })
 }
 
-/** The fingerprints made with the source's digest when they are the ones asked for, else made now (without the encoded values). */
-function fingerprintsOf(source: SourceManifest, options: DigestOptions): Omit<KeyFingerprints, 'semantic'> {
-  const made = source.fingerprints
-  return made !== undefined && made.semantic === options.semantic ? made : { byKey: keyFingerprints(source.content ?? {}, options) }
+/** The content as the source's digest encoded it when that is the encoding asked for, else encoded now. */
+function encodedOf(source: SourceManifest, options: DigestOptions): EncodedContent {
+  const made = source.encoded
+  return made !== undefined && made.semantic === options.semantic ? made : encodeContent(source.content ?? {}, options)
 }
 
 /** One side of a changed key: its text, and its canonical JSON when the digest made one. */

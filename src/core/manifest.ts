@@ -8,7 +8,7 @@ import { withUniqueKeys } from './yaml-keys.ts'
 import { lineCounter, loadDocuments, yamlRules } from './yaml-load.ts'
 import { capProblems, MAX_PROBLEMS_PER_FILE } from './problem-caps.ts'
 import type { Document } from 'yaml'
-import { contentOfConfigMap, contentOfSecret, digestWithFingerprints } from './digest.ts'
+import { contentOfConfigMap, contentOfSecret, digestAndEncoding } from './digest.ts'
 import type { DigestContent } from './digest.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor } from './keys.ts'
 import type { Keys } from './keys.ts'
@@ -397,7 +397,7 @@ function readSource(object: JsonRecord, context: DocContext): ParsedSource | nul
     labelled,
     annotatedTargets,
     encrypted,
-    ...digestWithFingerprints(content, { semantic: context.options.semanticDigest }),
+    ...digestAndEncoding(content, { semantic: context.options.semanticDigest }),
     content,
   }
 }

@@ -65,16 +65,21 @@ export interface SourceManifest extends SourceRef {
    * Secret's values: never published, logged or put in the plan.
    */
   readonly content?: { readonly data?: Readonly<Record<string, string>>; readonly binaryData?: Readonly<Record<string, string>> }
-  /** Each key's fingerprint, made with the digest (digest.ts): like `content`, never published. */
-  readonly fingerprints?: KeyFingerprints
+  /**
+   * The content as the digest encoded it (digest.ts), kept so the values diff compares keys and
+   * reads a changed value's leaves without encoding or parsing it again. Holds a Secret's
+   * values, like `content`: never published, logged or put in the plan.
+   */
+  readonly encoded?: EncodedContent
 }
 
-/** Each key's fingerprint (digest.ts keyFingerprints), and whether the digest was semantic. */
-export interface KeyFingerprints {
+/** Each key's value as the digest encodes it, keys sorted; `semantic` when `data` values were canonicalised. */
+export interface EncodedContent {
   readonly semantic: boolean
-  readonly byKey: Readonly<Record<string, string>>
-  /** Each `data` value as the digest encoded it (digest.ts canonicalJsonOf reads it): the values diff reads leaves from it without a second YAML parse. */
-  readonly encoded?: readonly (readonly [key: string, value: readonly [tag: string, text: string]])[]
+  /** A value is its text (`text`) or, read as one YAML/JSON collection, its canonical JSON (`yaml`). */
+  readonly data: readonly (readonly [key: string, value: readonly ['text' | 'yaml', string]])[]
+  /** Canonical base64. */
+  readonly binaryData: readonly (readonly [key: string, base64: string])[]
 }
 
 /** One key of a source's data that a commit changed; for a YAML value, one changed leaf (`values.yaml` → `image.tag`). */

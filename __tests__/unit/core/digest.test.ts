@@ -10,9 +10,11 @@ import {
   contentOfConfigMap,
   contentOfSecret,
   digestOf,
-  digestWithFingerprints,
+  digestAndEncoding,
+  encodeContent,
   keyedDigest,
   keyFingerprints,
+  keyFingerprintsOf,
   keyedReads,
   recordedDigestOf,
   recordedMatches,
@@ -261,7 +263,7 @@ describe('properties', () => {
     )
   })
 
-  it('gives, read once without the memo, the digest and fingerprints the memoised functions give', () => {
+  it('gives, read once without the memo, the digest, encoding and fingerprints the memoised functions give', () => {
     const value = fc.oneof(
       fc.string({ maxLength: 20 }),
       document.map((object) => stringify(object, { version: '1.1' })),
@@ -274,15 +276,16 @@ describe('properties', () => {
       fc.property(fc.dictionary(key, value, { maxKeys: 5 }), fc.dictionary(key, base64, { maxKeys: 3 }), fc.boolean(), (data, binaryData, isSemantic) => {
         const content = { data, binaryData }
         const options = { semantic: isSemantic }
-        const made = digestWithFingerprints(content, options)
-        expect({ digest: made.digest, semantic: made.fingerprints.semantic, byKey: made.fingerprints.byKey }).toEqual({
+        const made = digestAndEncoding(content, options)
+        expect({ digest: made.digest, semantic: made.encoded.semantic, byKey: keyFingerprintsOf(made.encoded) }).toEqual({
           digest: digestOf(content, options),
           semantic: isSemantic,
           byKey: keyFingerprints(content, options),
         })
+        expect(made.encoded).toEqual(encodeContent(content, options))
         // Each value's canonical JSON, for the values diff: the one the semantic digest encodes.
         for (const [key, value] of Object.entries(data)) {
-          expect(canonicalJsonOf(made.fingerprints, key)).toBe(isSemantic ? (canonicalYaml(value) ?? undefined) : undefined)
+          expect(canonicalJsonOf(made.encoded, key)).toBe(isSemantic ? (canonicalYaml(value) ?? undefined) : undefined)
         }
       }),
     )

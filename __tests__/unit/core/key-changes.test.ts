@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { digestWithFingerprints } from '../../../src/core/digest.ts'
+import { digestAndEncoding } from '../../../src/core/digest.ts'
 import { addedKeys, keyChanges } from '../../../src/core/key-changes.ts'
 import type { KeyChange, SourceManifest } from '../../../src/core/model.ts'
 
@@ -101,7 +101,7 @@ describe('leaves read from the digest', () => {
       fc.property(values, values, (a, b) => {
         const read = (text: string): SourceManifest => ({
           ...source('ConfigMap', { 'values.yaml': text }),
-          ...digestWithFingerprints({ data: { 'values.yaml': text } }, SEMANTIC),
+          ...digestAndEncoding({ data: { 'values.yaml': text } }, SEMANTIC),
         })
         const withCanonical = keyChanges(read(a), read(b), SEMANTIC)
         const reparsed = keyChanges(source('ConfigMap', { 'values.yaml': a }), source('ConfigMap', { 'values.yaml': b }), SEMANTIC)
@@ -111,7 +111,7 @@ describe('leaves read from the digest', () => {
   })
 
   it('shows a value the digest read as Helm does: `1:20` stays a string (no base-60 numbers)', () => {
-    const read = (text: string): SourceManifest => ({ ...source('ConfigMap', { v: text }), ...digestWithFingerprints({ data: { v: text } }, SEMANTIC) })
+    const read = (text: string): SourceManifest => ({ ...source('ConfigMap', { v: text }), ...digestAndEncoding({ data: { v: text } }, SEMANTIC) })
     expect(keyChanges(read('port: 1:20\nx: 1\n'), read('port: 1:20\nx: 2\n'), SEMANTIC)).toEqual([
       { key: 'v', path: 'x', change: 'modified', before: '1', after: '2' },
     ])

@@ -1,7 +1,7 @@
 // One repository file → sources, releases, kustomize namespace and problems with lines.
 
 import { describe, expect, it } from 'vitest'
-import { contentOfConfigMap, contentOfSecret, digestOf, keyFingerprints } from '../../../src/core/digest.ts'
+import { contentOfConfigMap, contentOfSecret, digestOf } from '../../../src/core/digest.ts'
 import { DEFAULT_MAX_BYTES, isKustomizationFile, parseManifestFile, resolveRelease, resolveSource } from '../../../src/core/manifest.ts'
 import type { ManifestOptions } from '../../../src/core/manifest.ts'
 import type { FileContent } from '../../../src/core/model.ts'
@@ -45,11 +45,7 @@ describe('ConfigMaps', () => {
         encrypted: false,
         digest: digestOf({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
         content: { data: { 'values.yaml': 'replicas: 2\n' }, binaryData: {} },
-        fingerprints: {
-          semantic: true,
-          byKey: keyFingerprints({ data: { 'values.yaml': 'replicas: 2\n' } }, { semantic: true }),
-          encoded: [['values.yaml', ['yaml', '{"replicas":2}']]],
-        },
+        encoded: { semantic: true, data: [['values.yaml', ['yaml', '{"replicas":2}']]], binaryData: [] },
       },
     ])
   })
