@@ -85,8 +85,8 @@ const LEAF_RULES = yamlRules(LEAF_PARSE_OPTIONS)
 
 /**
  * Leaf path → JSON of the leaf, for a value that is one YAML/JSON mapping; undefined otherwise.
- * Read from the digest's canonical JSON when there is one: JSON.parse is several times faster
- * than a second YAML parse, and it holds the values as the digest (and Helm) read them.
+ * Read from the digest's canonical JSON when there is one, instead of a second YAML parse
+ * (BENCHMARKS.md §1): it holds the values as the digest, and Helm, read them.
  */
 function leaves(side: Side): Map<string, string> | undefined {
   const { text, canonical } = side
