@@ -66,11 +66,15 @@ function digestOfEncoded(parts: EncodedContent): PlainDigest {
   return `sha256:${hash('sha256', canonical, 'hex')}`
 }
 
-/** Each key's fingerprint (see keyFingerprints) of content already encoded. */
-export function keyFingerprintsOf(parts: EncodedContent): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [key, value] of parts.data) out[key] = hash('sha256', JSON.stringify(['data', ...value]), 'hex')
-  for (const [key, value] of parts.binaryData) out[key] = hash('sha256', JSON.stringify(['binaryData', value]), 'hex')
+/**
+ * Each key's fingerprint: its section, tag and encoded text, so two keys compare equal exactly when
+ * the digest would not tell them apart. For finding which keys changed, in memory; it holds the
+ * values (a Secret's too), so it is never published, like the content it comes from.
+ */
+export function keyFingerprintsOf(parts: EncodedContent): ReadonlyMap<string, string> {
+  const out = new Map<string, string>()
+  for (const [key, [tag, text]] of parts.data) out.set(key, `data:${tag}:${text}`)
+  for (const [key, base64] of parts.binaryData) out.set(key, `binaryData:${base64}`)
   return out
 }
 
@@ -124,15 +128,6 @@ function sortedEntries(record: Readonly<Record<string, string>> | undefined): [s
 /** Same bytes, same text: line-wrapped or differently padded base64 is normalised. */
 function canonicalBase64(base64: string): string {
   return Buffer.from(base64, 'base64').toString('base64')
-}
-
-/**
- * A fingerprint per key, encoded as the digest encodes it: two keys compare equal exactly when
- * the digest would not tell them apart. For finding which keys changed; never published
- * (a Secret's fingerprint would let anyone guess a low-entropy value).
- */
-export function keyFingerprints(content: DigestContent, options: DigestOptions): Record<string, string> {
-  return keyFingerprintsOf(encodeContent(content, options))
 }
 
 // The tag keeps a verbatim value and a canonicalised one apart.

@@ -23,11 +23,11 @@ export function keyChanges(before: SourceManifest, after: SourceManifest, option
   const old = keyFingerprintsOf(oldEncoded)
   const now = keyFingerprintsOf(nowEncoded)
   const shown = after.kind === 'ConfigMap' && !after.encrypted
-  const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort()
+  const keys = [...new Set([...old.keys(), ...now.keys()])].sort()
   return keys.flatMap((key): KeyChange[] => {
-    if (old[key] === now[key]) return []
-    if (old[key] === undefined) return [{ key, change: 'added', ...(shown ? values(undefined, after.content?.data?.[key]) : {}) }]
-    if (now[key] === undefined) return [{ key, change: 'removed', ...(shown ? values(before.content?.data?.[key], undefined) : {}) }]
+    if (old.get(key) === now.get(key)) return []
+    if (!old.has(key)) return [{ key, change: 'added', ...(shown ? values(undefined, after.content?.data?.[key]) : {}) }]
+    if (!now.has(key)) return [{ key, change: 'removed', ...(shown ? values(before.content?.data?.[key], undefined) : {}) }]
     if (!shown) return [{ key, change: 'modified' }]
     return leafChanges(
       key,
