@@ -144,6 +144,11 @@ export class WatchView {
   private readonly annotated = new Map<string, Set<SourceId>>()
   /** Deleted sources a release reads with `optional: true`, until they come back. */
   private readonly absent = new Map<SourceId, SourceRef>()
+  /**
+   * sourceId → keys of the releases whose valuesFrom names it: a source event finds its
+   * readers without scanning every release (a scan per event, and per source in a full pass).
+   */
+  private readonly readers = new Map<SourceId, Set<string>>()
 
   constructor(options: ViewOptions) {
     this.options = options
@@ -179,7 +184,9 @@ export class WatchView {
 
   /** Releases whose spec.valuesFrom names the source (same kind, same namespace). */
   readersOf(ref: SourceRef): WatchedRelease[] {
-    return [...this.releaseMap.values()].filter((r) => r.namespace === ref.namespace && r.valuesFrom.some((v) => v.kind === ref.kind && v.name === ref.name))
+    const keys = this.readers.get(sourceId(ref))
+    if (keys === undefined) return []
+    return [...keys].flatMap((key) => this.releaseMap.get(key) ?? [])
   }
 
   /** Records a source seen by one selector; returns the releases to look at (before and after targets). */
@@ -217,11 +224,18 @@ export class WatchView {
   upsertRelease(release: WatchedRelease): WatchedRelease | undefined {
     const previous = this.releaseMap.get(release.key)
     this.releaseMap.set(release.key, release)
+    const before = previous === undefined ? new Set<SourceId>() : sourcesRead(previous)
+    const after = sourcesRead(release)
+    for (const id of before) if (!after.has(id)) this.unindexReader(id, release.key)
+    for (const id of after) if (!before.has(id)) this.readers.set(id, (this.readers.get(id) ?? new Set<string>()).add(release.key))
     return previous
   }
 
   removeRelease(key: string): void {
+    const previous = this.releaseMap.get(key)
+    if (previous === undefined) return
     this.releaseMap.delete(key)
+    for (const id of sourcesRead(previous)) this.unindexReader(id, key)
   }
 
   /** Every release some watched source (or an absent optional one) concerns. */
@@ -273,6 +287,12 @@ export class WatchView {
     }
   }
 
+  private unindexReader(id: SourceId, key: string): void {
+    const keys = this.readers.get(id)
+    keys?.delete(key)
+    if (keys?.size === 0) this.readers.delete(id)
+  }
+
   private unindex(source: WatchedSource): void {
     for (const t of source.annotatedTargets) {
       const set = this.annotated.get(releaseKey(t))
@@ -289,6 +309,11 @@ export function parseSourceId(id: string): (SourceRef & { readonly id: SourceId 
     return undefined
   const ref = { kind, namespace, name } satisfies SourceRef
   return { ...ref, id: sourceId(ref) }
+}
+
+/** The sources a release's valuesFrom names (in its own namespace, as helm-controller reads them). */
+function sourcesRead(release: HelmRelease): Set<SourceId> {
+  return new Set(release.valuesFrom.map((v) => sourceId({ kind: v.kind, namespace: release.namespace, name: v.name })))
 }
 
 export function readsOptionally(release: HelmRelease, ref: SourceRef): boolean {

@@ -1,4 +1,5 @@
 // What the watch knows, and what it plans: the same target and digest rules as trigger mode.
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { keysFor } from '../../../../src/core/keys.ts'
 import {
@@ -153,6 +154,36 @@ describe('WatchView', () => {
     const view = new WatchView(options)
     view.upsertSource('trigger', source('apps', 'a', { v: '1' }, { [keys.targetNames]: 'elsewhere', [keys.targetNamespace]: 'other' }))
     expect(view.precheck(view.plan({ namespace: 'other', name: 'elsewhere' }))).toBeUndefined()
+  })
+
+  it('finds the readers of a source from its index as a scan of every release would, through any sequence of release changes', () => {
+    const names = ['a', 'b', 'c']
+    const ref = fc.record({ kind: fc.constantFrom('ConfigMap', 'Secret'), name: fc.constantFrom(...names) })
+    const op = fc.oneof(
+      fc.record({ namespace: fc.constantFrom('x', 'y'), name: fc.constantFrom('r1', 'r2', 'r3'), reads: fc.array(ref, { maxLength: 3 }) }),
+      fc.record({ namespace: fc.constantFrom('x', 'y'), name: fc.constantFrom('r1', 'r2', 'r3') }),
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 30 }), (ops) => {
+        const view = new WatchView(options)
+        for (const o of ops) {
+          // A release with reads is added or changed; one without is removed.
+          if ('reads' in o) view.upsertRelease(hr(o.namespace, o.name, o.reads))
+          else view.removeRelease(`${o.namespace}/${o.name}`)
+        }
+        for (const namespace of ['x', 'y'])
+          for (const kind of ['ConfigMap', 'Secret'] as const)
+            for (const name of names) {
+              const scanned = view.releases().filter((r) => r.namespace === namespace && r.valuesFrom.some((v) => v.kind === kind && v.name === name))
+              expect(
+                view
+                  .readersOf({ kind, namespace, name })
+                  .map((r) => r.key)
+                  .sort(),
+              ).toEqual(scanned.map((r) => r.key).sort())
+            }
+      }),
+    )
   })
 })
 
