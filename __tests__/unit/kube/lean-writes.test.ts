@@ -6,11 +6,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KubeConfig } from '@kubernetes/client-node'
 import { toHelmRelease } from '../../../src/core/helmrelease.ts'
 import { ConflictError } from '../../../src/kube/api-error.ts'
 import { leanWrites } from '../../../src/kube/lean-writes.ts'
 import { createRawClient } from '../../../src/kube/raw-client.ts'
+import { kubeConfigFromString, kubeconfigYaml } from '../../../test/support/kube.ts'
 
 interface Seen {
   readonly method: string
@@ -51,13 +51,8 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
 function writes() {
-  const config = new KubeConfig()
-  config.loadFromOptions({
-    clusters: [{ name: 'c', server: url, skipTLSVerify: true }], // plain HTTP on loopback: client-node allows it only so
-    users: [{ name: 'u', token: 'secret-token' }],
-    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-    currentContext: 'c',
-  })
+  // Plain HTTP on loopback: client-node allows it only with TLS verification off.
+  const config = kubeConfigFromString(kubeconfigYaml({ server: url, token: 'secret-token' }))
   return leanWrites(createRawClient(config, url), { attempts: 1, minDelayMs: 0, maxDelayMs: 0, sleep: async () => undefined })
 }
 

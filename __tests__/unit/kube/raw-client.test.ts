@@ -5,8 +5,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KubeConfig } from '@kubernetes/client-node'
 import { createRawClient, type RawClient } from '../../../src/kube/raw-client.ts'
+import { kubeConfigFromString, kubeconfigYaml } from '../../../test/support/kube.ts'
 
 let server: Server
 let url = ''
@@ -36,13 +36,8 @@ afterAll(async () => {
 })
 
 function client(): RawClient {
-  const config = new KubeConfig()
-  config.loadFromOptions({
-    clusters: [{ name: 'c', server: url, skipTLSVerify: true }], // plain HTTP on loopback: client-node allows it only so
-    users: [{ name: 'u', token: 'secret-token' }],
-    contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
-    currentContext: 'c',
-  })
+  // Plain HTTP on loopback: client-node allows it only with TLS verification off.
+  const config = kubeConfigFromString(kubeconfigYaml({ server: url, token: 'secret-token' }))
   return createRawClient(config, url)
 }
 
