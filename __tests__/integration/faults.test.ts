@@ -101,8 +101,8 @@ interface RunOptions {
   /** Small per-request bounds for the client (the defaults are 30 s × 5 attempts). */
   readonly bounds?: { readonly requestTimeoutMs: number; readonly attempts: number }
   readonly inputs?: Record<string, string>
-  /** Runs after the run's n-th patch request returned (or failed). */
-  readonly patched?: (n: number) => void
+  /** Runs after the run's n-th patch request returned (`written`) or failed. */
+  readonly patched?: (n: number, written: boolean) => void
 }
 
 async function run(s: Setup, options: RunOptions = {}): Promise<TriggerReport> {
@@ -127,10 +127,13 @@ async function run(s: Setup, options: RunOptions = {}): Promise<TriggerReport> {
     const patched = options.patched
     return Object.assign(Object.create(real) as ClusterClient, {
       patchRelease: async (...args: Parameters<ClusterClient['patchRelease']>) => {
+        let written = false
         try {
-          return await real.patchRelease(...args)
+          const answer = await real.patchRelease(...args)
+          written = true
+          return answer
         } finally {
-          patched(++n)
+          patched(++n, written)
         }
       },
     })
@@ -293,21 +296,25 @@ describe('faults between the action and a real apiserver', () => {
     '%s killed and restarted in the middle of a %i-release fan-out: each release triggered once or listed as failed',
     async (component, count, downMs) => {
       const s = await setup(`f${component.slice(0, 4)}`, count)
+      // `to` is the relaunch, not readiness: the apiserver answers writes before its /readyz says so.
       const outage = { from: 0, to: 0 }
       let restarted: Promise<void> | undefined
-      let lastPatch = 0
+      let lastWrite = 0
       const started = Date.now()
       const report = await run(s, {
         viaProxy: true,
         // Room for the outage on a busy machine; no release starts after it.
         inputs: { timeout: '2m' },
-        patched: (n) => {
-          lastPatch = Date.now()
+        patched: (n, written) => {
+          if (written) lastWrite = Date.now()
           if (n !== Math.floor(count / 3)) return
           outage.from = Date.now()
-          restarted = cluster.restart(component, { kill: true, downMs }).then(() => {
+          restarted = (async () => {
+            await cluster.stopComponent(component, { kill: true })
+            await sleep(downMs)
             outage.to = Date.now()
-          })
+            await cluster.startComponent(component)
+          })()
         },
       })
       await restarted
@@ -316,7 +323,7 @@ describe('faults between the action and a real apiserver', () => {
       // The fan-out really ran into the outage (requests sent or still waiting during it) and went on after it.
       const during = (r: ProxiedRequest) => r.at < outage.to - 200 && (r.done ?? Infinity) > outage.from + 200
       expect(proxy.requests.filter((r) => during(r) && r.path.includes(`/namespaces/${s.ns}/`)).length).toBeGreaterThan(0)
-      expect(lastPatch).toBeGreaterThan(outage.to)
+      expect(lastWrite).toBeGreaterThan(outage.to)
       expect(result.triggered + result.failed).toBe(count)
       expect(result.triggered).toBeGreaterThanOrEqual(Math.floor(count / 3))
       for (const r of report.results.filter((x) => x.status === Status.Failed)) expect(r.message).toMatch(/Kubernetes API server/)
