@@ -68,7 +68,7 @@ export interface Settings {
   readonly apply: boolean
   /** Wait for helm-controller's outcome after patching. */
   readonly wait: boolean
-  /** Bound of each wait (apply, outcome), in milliseconds. */
+  /** Bound of each wait (apply, outcome, an outage of an apiserver that answered earlier in the run), in milliseconds. */
   readonly timeoutMs: number
   /** Concurrent API calls at most. */
   readonly maxConcurrency: number

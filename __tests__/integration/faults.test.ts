@@ -293,7 +293,7 @@ describe('faults between the action and a real apiserver', () => {
     ['kube-apiserver', 1_000, 6_000],
     ['etcd', 300, 3_000],
   ] as const)(
-    '%s killed and restarted in the middle of a %i-release fan-out: each release triggered once or listed as failed',
+    '%s killed and restarted in the middle of a %i-release fan-out: the run waits it out and triggers each release once',
     async (component, count, downMs) => {
       const s = await setup(`f${component.slice(0, 4)}`, count)
       // `to` is the relaunch, not readiness: the apiserver answers writes before its /readyz says so.
@@ -324,9 +324,8 @@ describe('faults between the action and a real apiserver', () => {
       const during = (r: ProxiedRequest) => r.at < outage.to - 200 && (r.done ?? Infinity) > outage.from + 200
       expect(proxy.requests.filter((r) => during(r) && r.path.includes(`/namespaces/${s.ns}/`)).length).toBeGreaterThan(0)
       expect(lastWrite).toBeGreaterThan(outage.to)
-      expect(result.triggered + result.failed).toBe(count)
-      expect(result.triggered).toBeGreaterThanOrEqual(Math.floor(count / 3))
-      for (const r of report.results.filter((x) => x.status === Status.Failed)) expect(r.message).toMatch(/Kubernetes API server/)
+      // The apiserver answered before the outage, so its calls have the run's timeout of patience.
+      expect(result).toEqual({ triggered: count, failed: 0, failedButWritten: 0 })
     },
     300_000,
   )

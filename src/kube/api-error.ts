@@ -77,7 +77,7 @@ export function classify(error: unknown, request: Request, server: string): Erro
   if (code !== undefined && NETWORK_CODES.has(code)) {
     return new TransientError(
       `Cannot reach the Kubernetes API server ${server} (${code}); check the kubeconfig's server address and that this runner can reach it.`,
-      { cause: error },
+      { cause: error, unreachable: true },
     )
   }
   if (isTlsError(error)) {
@@ -132,6 +132,8 @@ function fromStatus(status: number, b: StatusBody, retryAfter: string | undefine
       return new TransientError(`The Kubernetes API server answered ${status} to ${what}: ${b.message || b.reason || 'no message'}.`, {
         cause,
         retryAfterMs: retryAfterMs(retryAfter),
+        // What a load balancer or a restarting apiserver answers in place of the API.
+        unreachable: status === 502 || status === 503 || status === 504,
       })
     default:
       return new ConfigurationError(`The Kubernetes API server refused to ${what} (${status}): ${b.message || b.reason || 'no message'}.`, { cause })

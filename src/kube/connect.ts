@@ -9,12 +9,15 @@ import { createListWatchClient, type ListWatchClient } from './list-watch.ts'
 import { createObjectReader, type ObjectReader } from './objects.ts'
 import { leanWrites } from './lean-writes.ts'
 import { createRawClient, type RawClient } from './raw-client.ts'
+import { DEFAULT_RETRY, outagePatience, type RetryPolicy } from '../lib/retry.ts'
 
-/** Which kubeconfig, how it is encoded and which context: the settings' kubeconfig inputs. */
+/** Which kubeconfig, how it is encoded and which context (the settings' kubeconfig inputs), and the run's timeout. */
 export interface KubeTarget {
   readonly kubeconfig: string | undefined
   readonly kubeconfigEncoding: KubeconfigEncoding
   readonly context: string | undefined
+  /** Also how long a run's calls wait out an outage of an apiserver that answered before it. */
+  readonly timeoutMs: number
 }
 
 export interface ConnectOptions {
@@ -30,29 +33,38 @@ export interface WatchConnection {
 
 export function connect(target: KubeTarget, options: ConnectOptions): ClusterClient {
   const loaded = loadAndMask(target, options)
-  return clusterClient(loaded, createRawClient(loaded.config, loaded.server))
+  return clusterClient(loaded, createRawClient(loaded.config, loaded.server), patientRetry(target))
 }
 
 /** The same cluster, for reading arbitrary objects (drift). */
 export function connectObjects(target: KubeTarget, options: ConnectOptions): ObjectReader {
   const loaded = loadAndMask(target, options)
-  return createObjectReader(loaded.config, loaded.server)
+  return createObjectReader(loaded.config, loaded.server, { retry: patientRetry(target) })
 }
 
-/** The watch mode's clients: the engine's ClusterClient, the reflectors' list/watch client and the leader-election Lease. */
+/**
+ * The watch mode's clients: the engine's ClusterClient, the reflectors' list/watch client and the
+ * leader-election Lease. No patience with an outage: the reflectors relist when the apiserver
+ * is back, and that reconciles whatever a failed patch left behind.
+ */
 export function connectWatch(target: KubeTarget, options: ConnectOptions): WatchConnection {
   const loaded = loadAndMask(target, options)
   const raw = createRawClient(loaded.config, loaded.server)
   return {
-    cluster: clusterClient(loaded, raw),
+    cluster: clusterClient(loaded, raw, DEFAULT_RETRY),
     lists: createListWatchClient(raw),
     lease: (namespace, name) => createLeaseStore(raw, namespace, name),
   }
 }
 
 /** Reads on the generated client; patches and Events, one per release of a fan-out, on the plain client `raw` (lean-writes.ts). */
-function clusterClient(loaded: LoadedKubeconfig, raw: RawClient): ClusterClient {
-  return { ...createClusterClient(loaded.config, loaded.server), ...leanWrites(raw) }
+function clusterClient(loaded: LoadedKubeconfig, raw: RawClient, retry: RetryPolicy): ClusterClient {
+  return { ...createClusterClient(loaded.config, loaded.server, { retry }), ...leanWrites(raw, retry) }
+}
+
+/** One patience per connection: both clients see the same apiserver go and come back. */
+function patientRetry(target: KubeTarget): RetryPolicy {
+  return { ...DEFAULT_RETRY, patience: outagePatience(target.timeoutMs) }
 }
 
 function loadAndMask(target: KubeTarget, options: ConnectOptions): LoadedKubeconfig {

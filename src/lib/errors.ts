@@ -9,16 +9,20 @@ export class ConfigurationError extends Error {
 export interface TransientErrorOptions extends ErrorOptions {
   /** How long the server asked us to wait (Retry-After), when it did. */
   readonly retryAfterMs?: number
+  /** The server was not there: no connection, or a gateway's 502/503/504 in its place. */
+  readonly unreachable?: boolean
 }
 
 /** Worth retrying as it is: timeouts, connection resets, 5xx, 429. */
 export class TransientError extends Error {
   override readonly name = 'TransientError'
   readonly retryAfterMs: number | undefined
+  readonly unreachable: boolean
 
   constructor(message: string, options?: TransientErrorOptions) {
     super(message, options)
     this.retryAfterMs = options?.retryAfterMs
+    this.unreachable = options?.unreachable ?? false
   }
 }
 

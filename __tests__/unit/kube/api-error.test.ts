@@ -14,7 +14,7 @@ import {
   rbacRule,
   type Request,
 } from '../../../src/kube/api-error.ts'
-import { withRetry, type RetryPolicy } from '../../../src/lib/retry.ts'
+import { outagePatience, withRetry, type RetryPolicy } from '../../../src/lib/retry.ts'
 
 const SERVER = 'https://cluster.example.test:6443'
 
@@ -337,5 +337,116 @@ describe('withRetry', () => {
     const f = failing(classify(networkError('ECONNREFUSED'), getRelease, SERVER), fatal)
     await expect(withRetry(f.fn, p)).rejects.toBe(fatal)
     expect(f.calls()).toBe(2)
+  })
+})
+
+describe('patience with an apiserver outage', () => {
+  const refused = (): Error => classify(networkError('ECONNREFUSED'), patchRelease, SERVER)
+
+  it.each([
+    ['a refused connection', () => classify(networkError('ECONNREFUSED'), patchRelease, SERVER), true],
+    ['a reset connection', () => classify(networkError('ECONNRESET'), patchRelease, SERVER), true],
+    ['502', () => classify(api(502, ''), patchRelease, SERVER), true],
+    ['503', () => classify(api(503, status(503, 'ServiceUnavailable', 'apiserver is shutting down')), patchRelease, SERVER), true],
+    ['504', () => classify(api(504, 'upstream timed out'), patchRelease, SERVER), true],
+    ['500', () => classify(api(500, status(500, 'InternalError', 'webhook failed')), patchRelease, SERVER), false],
+    ['429', () => classify(api(429, status(429, 'TooManyRequests', 'slow down')), patchRelease, SERVER), false],
+  ])('%s is an unreachable apiserver: %s', (_, make, unreachable) => {
+    const error = make()
+    expect(error).toBeInstanceOf(TransientError)
+    expect((error as TransientError).unreachable).toBe(unreachable)
+  })
+
+  it('a request that timed out is not an outage: the server is there, slow', async () => {
+    const error = classify(await timeoutReason(), patchRelease, SERVER)
+    expect(error).toBeInstanceOf(TransientError)
+    expect((error as TransientError).unreachable).toBe(false)
+  })
+
+  /** A policy on a fake clock that its sleeps move, with patience `patienceMs`. */
+  function patient(patienceMs: number): RetryPolicy & { readonly sleeps: number[] } {
+    let now = 0
+    const sleeps: number[] = []
+    return {
+      attempts: 3,
+      minDelayMs: 100,
+      maxDelayMs: 1_000,
+      patience: outagePatience(patienceMs, () => now),
+      sleeps,
+      sleep: async (ms) => {
+        sleeps.push(ms)
+        now += ms
+      },
+    }
+  }
+
+  it('a server that never answered gets no patience: a wrong address fails after the attempts', async () => {
+    const p = patient(60_000)
+    let calls = 0
+    const error = refused()
+    await expect(
+      withRetry(async () => {
+        calls++
+        throw error
+      }, p),
+    ).rejects.toBe(error)
+    expect(calls).toBe(3)
+  })
+
+  it('after an answer, calls go on past their attempts until the server is back, at the longest delay', async () => {
+    const p = patient(60_000)
+    expect(await withRetry(async () => 'up', p)).toBe('up')
+    let calls = 0
+    const back = await withRetry(async () => {
+      if (++calls <= 20) throw refused()
+      return 'back'
+    }, p)
+    expect(back).toBe('back')
+    expect(calls).toBe(21)
+    expect(p.sleeps.slice(5).every((ms) => ms >= 1_000 && ms <= 1_200)).toBe(true)
+  })
+
+  it('gives up once the outage is older than the patience, and the next call does not wait it out again', async () => {
+    const p = patient(10_000)
+    await withRetry(async () => 'up', p)
+    const down = async (): Promise<never> => {
+      throw refused()
+    }
+    await expect(withRetry(down, p)).rejects.toThrow(/Cannot reach the Kubernetes API server/)
+    // The attempts (100 + 200 ms) then 10 s of patience at ≤1 s apart.
+    const waited = p.sleeps.reduce((a, b) => a + b, 0)
+    expect(waited).toBeGreaterThanOrEqual(10_000)
+    expect(waited).toBeLessThan(10_000 + 300 * 1.2 + 1_000 * 1.2)
+    const before = p.sleeps.length
+    await expect(withRetry(down, p)).rejects.toThrow(/Cannot reach/)
+    expect(p.sleeps.length - before).toBe(2)
+  })
+
+  it('an answer ends the outage: the next one gets the whole patience again', async () => {
+    const p = patient(5_000)
+    await withRetry(async () => 'up', p)
+    for (const round of [1, 2]) {
+      let calls = 0
+      const result = await withRetry(async () => {
+        // Each round sleeps about 3 s past its attempts: both fit in 5 s only if the answer between them restarted the clock.
+        if (++calls <= 6) throw refused()
+        return `back ${round}`
+      }, p)
+      expect(result).toBe(`back ${round}`)
+    }
+  })
+
+  it('has no patience with errors that are not an outage', async () => {
+    const p = patient(60_000)
+    await withRetry(async () => 'up', p)
+    let calls = 0
+    const error = classify(api(500, status(500, 'InternalError', 'webhook failed')), patchRelease, SERVER)
+    await expect(
+      withRetry(async () => {
+        calls++
+        throw error
+      }, p),
+    ).rejects.toBe(error)
+    expect(calls).toBe(3)
   })
 })
