@@ -36,4 +36,4 @@ if [ ! -x /usr/bin/chromium ]; then
   else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
 
-test/cluster/build.sh kube source-controller helm-controller kustomize-controller kustomize sops
+test/cluster/build.sh kube source-controller helm-controller kustomize-controller registry kustomize sops

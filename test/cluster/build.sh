@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries (kube-apiserver, etcd, source-controller,
-# helm-controller, kustomize-controller), kustomize and the test tools sops and age-keygen from
+# helm-controller, kustomize-controller, the OCI registry), kustomize and the test tools sops and age-keygen from
 # their Go modules and caches them outside the clone, keyed by a hash of the wrapper
 # module that pins them. A cached build is reused as is.
 #
 # Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
 # with it), cached the same way.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|kustomize|sops|actionlint ...]
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|registry|kustomize|sops|actionlint ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -73,7 +73,7 @@ build() { # $1 wrapper, $2 output name, $3 package, $4 ldflags, $5 expected --ve
 
 if [ "${1:-}" = --print-paths ]; then print_paths=true; shift; fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kube source-controller helm-controller kustomize-controller sops)
+[ ${#targets[@]} -gt 0 ] || targets=(kube source-controller helm-controller kustomize-controller registry sops)
 for t in "${targets[@]}"; do
   case "$t" in
     kube)
@@ -89,6 +89,8 @@ for t in "${targets[@]}"; do
     source-controller) build source-controller source-controller github.com/fluxcd/source-controller ;;
     helm-controller) build helm-controller helm-controller github.com/fluxcd/helm-controller ;;
     kustomize-controller) build kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller ;;
+    # go-containerregistry's in-memory registry: no --version to check.
+    registry) build registry oci-registry github.com/google/go-containerregistry/cmd/registry ;;
     sops)
       # No --version check: sops's asks GitHub for its latest release, and age-keygen
       # built as a dependency prints "(devel)".
@@ -104,6 +106,6 @@ for t in "${targets[@]}"; do
       kv=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "sigs.k8s.io/kustomize/kustomize/v5" { print $2; exit }' "$here/kustomize/go.mod")
       build kustomize kustomize sigs.k8s.io/kustomize/kustomize/v5 "-X sigs.k8s.io/kustomize/api/provenance.version=$kv"
       ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, kustomize, sops or actionlint)" >&2; exit 2 ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, registry, kustomize, sops or actionlint)" >&2; exit 2 ;;
   esac
 done

@@ -207,6 +207,7 @@ async function supervise(options: UpOptions): Promise<number> {
     caData: cluster.caData,
     chartRepoUrl: cluster.chartRepoUrl,
     gitServerUrl: cluster.gitServerUrl,
+    ociRegistryUrl: cluster.ociRegistryUrl,
     versions: cluster.versions,
     ports: cluster.ports,
     processes: cluster.processes,
@@ -257,6 +258,9 @@ async function status(): Promise<number> {
     `  kubeconfig:  ${state.kubeconfigPath}`,
     `  charts:      ${state.chartRepoUrl}`,
     `  git:         ${state.gitServerUrl} (POST /-/repos/<name> creates <name>.git)`,
+    ...(state.ociRegistryUrl === undefined
+      ? []
+      : [`  oci:         ${state.ociRegistryUrl} (charts as oci://${new URL(state.ociRegistryUrl).host}/<name>:<version>)`]),
     `  flux:        ${
       state.flux
         ? `source-controller ${state.versions.sourceController}, helm-controller ${state.versions.helmController}, kustomize-controller ${state.versions.kustomizeController}`

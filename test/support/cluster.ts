@@ -1,8 +1,8 @@
 // A real local Kubernetes cluster for tests, the demo and benchmarks: etcd and
 // kube-apiserver (RBAC on) built from Go modules by test/cluster/build.sh, the Flux
 // CRDs from the Flux Go modules, optionally the real source-controller,
-// helm-controller and kustomize-controller, a Helm chart repository and a git server
-// (smart HTTP) served on loopback.
+// helm-controller and kustomize-controller with an OCI registry for their OCIRepositories,
+// a Helm chart repository and a git server (smart HTTP) served on loopback.
 //
 // Every process is a child of the caller started through `setpriv --pdeathsig KILL`,
 // so even a hard-killed caller leaves none behind.
@@ -36,9 +36,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 const CLUSTER_SRC = join(REPO_ROOT, 'test', 'cluster')
 const BUILD_SCRIPT = join(CLUSTER_SRC, 'build.sh')
 
-export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'kustomize' | 'sops'
+export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'registry' | 'kustomize' | 'sops'
 /** The cluster's processes. */
-export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize-controller'
+export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'oci-registry'
 /** Everything build.sh builds: the processes and the tools tests run (kustomize, sops, age-keygen). */
 export type BuiltBinary = BinaryName | 'kustomize' | 'sops' | 'age-keygen'
 const BUILT_BINARIES = [
@@ -47,6 +47,7 @@ const BUILT_BINARIES = [
   'source-controller',
   'helm-controller',
   'kustomize-controller',
+  'oci-registry',
   'kustomize',
   'sops',
   'age-keygen',
@@ -65,6 +66,7 @@ export interface Ports {
   readonly helmHealth: number
   readonly kustomizeMetrics: number
   readonly kustomizeHealth: number
+  readonly ociRegistry: number
 }
 
 export interface Versions {
@@ -76,7 +78,7 @@ export interface Versions {
 }
 
 export interface StartClusterOptions {
-  /** Also run source-controller, helm-controller and kustomize-controller. */
+  /** Also run source-controller, helm-controller, kustomize-controller and the OCI registry. */
   readonly flux?: boolean
   /**
    * Working directory: kubeconfig, logs/, data/. Kept after stop() except data/.
@@ -120,6 +122,8 @@ export interface LocalCluster {
   readonly chartRepoUrl: string
   /** e.g. http://127.0.0.1:41236 (no trailing slash); serves `<name>.git` over smart HTTP (git-server.ts). */
   readonly gitServerUrl: string
+  /** With `flux`: e.g. http://127.0.0.1:41237, an OCI registry (no auth, plain HTTP) that oci-chart.ts pushes charts to. */
+  readonly ociRegistryUrl: string | undefined
   /** Root of the build cache's binaries, and each binary's path. */
   readonly binDir: string
   readonly binaries: Readonly<Partial<Record<BuiltBinary, string>>>
@@ -165,7 +169,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     }
   }
 
-  const targets: BuildTarget[] = flux ? ['kube', 'source-controller', 'helm-controller', 'kustomize-controller'] : ['kube']
+  const targets: BuildTarget[] = flux ? ['kube', 'source-controller', 'helm-controller', 'kustomize-controller', 'registry'] : ['kube']
   const binaries = await timed('build', () => ensureBinaries(targets, { log, timeoutMs: options.buildTimeoutMs ?? 45 * 60_000 }))
   const versions = await readVersions()
 
@@ -200,6 +204,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     if (flux) {
       await timed('controllers', () => startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath }))
     }
+    const ociRegistryUrl = flux ? await startOciRegistry(session, { binary: need(binaries, 'oci-registry'), ports, readyTimeoutMs, logDir, log }) : undefined
     timings.total = Date.now() - started
     log(
       `cluster ready in ${formatMs(timings.total)} (${Object.entries(timings)
@@ -217,6 +222,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
       caData: api.caData,
       chartRepoUrl: chartServer.url,
       gitServerUrl: gitServer.url,
+      ociRegistryUrl,
       binDir: join(cacheDir(), 'bin'),
       binaries,
       versions,
@@ -684,6 +690,20 @@ async function startControllers(
   options.log(`source-controller, helm-controller and kustomize-controller ready in ${formatMs(Date.now() - t0)}`)
 }
 
+/** go-containerregistry's in-memory registry: charts pushed to it live as long as it runs. Returns its base URL. */
+async function startOciRegistry(session: Session, options: ComponentOptions & { binary: string }): Promise<string> {
+  const url = `http://127.0.0.1:${options.ports.ociRegistry}`
+  const launch = async (): Promise<void> => {
+    const registry = spawnChild(session, 'oci-registry', options.binary, [`-port=${options.ports.ociRegistry}`], { logDir: options.logDir })
+    await waitReady(registry, async () => (await httpGet(`${url}/v2/`)).status === 200, options.readyTimeoutMs)
+  }
+  session.relaunch['oci-registry'] = launch
+  const t0 = Date.now()
+  await launch()
+  options.log(`oci-registry ready on ${url} in ${formatMs(Date.now() - t0)}`)
+  return url
+}
+
 async function controllerDir(session: Session, name: string, sub: string): Promise<string> {
   const dir = join(session.dataDir, name, sub)
   await mkdir(dir, { recursive: true })
@@ -711,7 +731,7 @@ interface LoopbackServer {
 
 async function stopSession(session: Session, servers: readonly LoopbackServer[], options: { keepLogs?: boolean } = {}): Promise<void> {
   // Reverse start order: the controllers, then the apiserver, then etcd.
-  const order: BinaryName[][] = [['kustomize-controller', 'helm-controller', 'source-controller'], ['kube-apiserver'], ['etcd']]
+  const order: BinaryName[][] = [['kustomize-controller', 'helm-controller', 'source-controller', 'oci-registry'], ['kube-apiserver'], ['etcd']]
   for (const names of order) {
     await Promise.all(session.children.filter((c) => names.includes(c.name)).map((c) => stopChild(c)))
   }
@@ -800,6 +820,7 @@ const PORT_NAMES = [
   'helmHealth',
   'kustomizeMetrics',
   'kustomizeHealth',
+  'ociRegistry',
 ] as const satisfies readonly (keyof Ports)[]
 
 /** Fixed ports must be free (else a clear error); the others are picked free by binding 127.0.0.1:0. */

@@ -16,6 +16,7 @@ import {
   HELM_RELEASE,
   HELM_REPOSITORY,
   KUSTOMIZATION,
+  OCI_REPOSITORY,
   REQUESTED_AT,
   describeConditions,
   gitRepository,
@@ -25,13 +26,16 @@ import {
   isAppliedAt,
   isReady,
   kustomization,
+  ociRepository,
   type FluxObject,
   type GitRepositoryOptions,
   type HelmReleaseOptions,
   type KustomizationOptions,
+  type OciRepositoryOptions,
 } from './flux.ts'
 import { createGitRemote, type GitRemote } from './git-server.ts'
 import type { ProvidedCluster } from './global-setup.ts'
+import { pushChart, type PushedChart } from './oci-chart.ts'
 import { createNamespace, kubeConfigFromFile, serviceAccountToken, waitFor, writeKubeconfig, type TokenOptions, type WaitOptions } from './kube.ts'
 
 const FIELD_MANAGER = 'helmrelease-trigger-tests'
@@ -50,6 +54,10 @@ export interface ClusterHandle extends ProvidedCluster {
   waitFor: typeof waitFor
   /** Server-side applies a HelmRepository for the loopback chart repository (name `chartRepositoryName(namespace)`). */
   applyHelmRepository(namespace: string, options?: { name?: string; interval?: string }): Promise<FluxObject>
+  /** Pushes a chart to the loopback OCI registry as `oci://<registry>/<name>:<version>`. */
+  pushOciChart(spec: ChartSpec): Promise<PushedChart>
+  /** Server-side applies an OCIRepository (plain HTTP, the chart layer copied as the artifact). */
+  applyOciRepository(options: OciRepositoryOptions): Promise<FluxObject>
   /** Server-side applies a HelmRelease (defaults: chart `demo`, version `*`, the namespace's repository, interval 1h). */
   applyHelmRelease(options: HelmReleaseOptions): Promise<FluxObject>
   getHelmRelease(namespace: string, name: string): Promise<FluxObject>
@@ -140,6 +148,11 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
     },
     publishChart: (spec) => publishChartOverHttp(provided.chartRepoUrl, spec),
     applyHelmRepository: (namespace, options = {}) => apply(HELM_REPOSITORY, helmRepository({ namespace, url: provided.chartRepoUrl, ...options })),
+    async pushOciChart(spec) {
+      if (provided.ociRegistryUrl === undefined) throw new Error('this cluster has no OCI registry: start it with Flux')
+      return pushChart(provided.ociRegistryUrl, spec)
+    },
+    applyOciRepository: (options) => apply(OCI_REPOSITORY, ociRepository(options)),
     applyHelmRelease: (options) => apply(HELM_RELEASE, helmRelease(options)),
     getHelmRelease,
     async requestReconcile(namespace, name, token = new Date().toISOString()) {

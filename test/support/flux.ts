@@ -1,4 +1,4 @@
-// Flux objects for tests: builders for HelmRepository / HelmRelease / GitRepository /
+// Flux objects for tests: builders for HelmRepository / OCIRepository / HelmRelease / GitRepository /
 // Kustomization manifests (as objects for a cluster, or as the text a repository file holds),
 // their API coordinates, and readers of their status. Plain data, no cluster access.
 
@@ -7,6 +7,7 @@ import { stringify } from 'yaml'
 export const HELM_RELEASE = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases', kind: 'HelmRelease' } as const
 export const HELM_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'helmrepositories', kind: 'HelmRepository' } as const
 export const HELM_CHART = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'helmcharts', kind: 'HelmChart' } as const
+export const OCI_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'ocirepositories', kind: 'OCIRepository' } as const
 export const GIT_REPOSITORY = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories', kind: 'GitRepository' } as const
 export const KUSTOMIZATION = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', kind: 'Kustomization' } as const
 
@@ -70,9 +71,38 @@ export function helmRepository(options: HelmRepositoryOptions): FluxObject {
   }
 }
 
+export interface OciRepositoryOptions {
+  readonly namespace: string
+  readonly name: string
+  /** oci://<host:port>/<chart>, e.g. PushedChart.url; plain HTTP (the loopback registry). */
+  readonly url: string
+  /** A tag (e.g. the chart version) or, with `semver`, a range. */
+  readonly tag?: string
+  readonly semver?: string
+  readonly interval?: string
+}
+
+/** An OCIRepository whose artifact is the chart's .tgz, for a HelmRelease's `chartRef`. */
+export function ociRepository(options: OciRepositoryOptions): FluxObject {
+  return {
+    apiVersion: `${OCI_REPOSITORY.group}/${OCI_REPOSITORY.version}`,
+    kind: OCI_REPOSITORY.kind,
+    metadata: { name: options.name, namespace: options.namespace },
+    spec: {
+      url: options.url,
+      ref: options.semver === undefined ? { tag: options.tag ?? 'latest' } : { semver: options.semver },
+      insecure: true,
+      interval: options.interval ?? '1h',
+      layerSelector: { mediaType: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip', operation: 'copy' },
+    },
+  }
+}
+
 export interface HelmReleaseOptions {
   readonly namespace: string
   readonly name: string
+  /** The chart from an OCIRepository (or HelmChart) in the release's namespace, instead of `chart`/`version`/`repository`. */
+  readonly chartRef?: { readonly kind: 'OCIRepository' | 'HelmChart'; readonly name: string }
   /** Chart name in the repository; default `demo`. */
   readonly chart?: string
   /** Semver range; default `*` (the newest). */
@@ -90,15 +120,16 @@ export interface HelmReleaseOptions {
 
 /** A HelmRelease that installs/upgrades without waiting for workloads (there are no nodes). */
 export function helmRelease(options: HelmReleaseOptions): FluxObject {
+  const chart = {
+    spec: {
+      chart: options.chart ?? 'demo',
+      version: options.version ?? '*',
+      sourceRef: { kind: HELM_REPOSITORY.kind, name: options.repository ?? chartRepositoryName(options.namespace) },
+    },
+  }
   const spec: Record<string, unknown> = {
     interval: options.interval ?? '1h',
-    chart: {
-      spec: {
-        chart: options.chart ?? 'demo',
-        version: options.version ?? '*',
-        sourceRef: { kind: HELM_REPOSITORY.kind, name: options.repository ?? chartRepositoryName(options.namespace) },
-      },
-    },
+    ...(options.chartRef === undefined ? { chart } : { chartRef: options.chartRef }),
     install: { disableWait: true },
     upgrade: { disableWait: true },
   }

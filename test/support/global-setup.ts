@@ -18,6 +18,8 @@ export interface ProvidedCluster {
   readonly chartRepoUrl: string
   /** Base URL of the loopback git server (no trailing slash); see git-server.ts. */
   readonly gitServerUrl: string
+  /** Base URL of the loopback OCI registry (no trailing slash); undefined without Flux. */
+  readonly ociRegistryUrl: string | undefined
   readonly versions: Versions
 }
 
@@ -44,6 +46,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 function pick(source: ProvidedCluster): ProvidedCluster {
-  const { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, versions } = source
-  return { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, versions }
+  const { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, ociRegistryUrl, versions } = source
+  return { kubeconfigPath, server, adminToken, caData, chartRepoUrl, gitServerUrl, ociRegistryUrl, versions }
 }

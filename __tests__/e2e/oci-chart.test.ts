@@ -1,0 +1,114 @@
+// End to end with a chart from an OCI registry, as Flux recommends publishing charts: the
+// HelmRelease names an OCIRepository through `chartRef` (no `chart` template, no HelmChart),
+// source-controller pulls the chart from the loopback registry, and the bundled action
+// triggers the release and reads helm-controller's outcome as it does for a HelmRepository.
+
+import { readFileSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runAction, type ActionRun } from '../../test/support/action.ts'
+import { demoChart } from '../../test/support/chart.ts'
+import { useCluster } from '../../test/support/context.ts'
+import { isReady, OCI_REPOSITORY, type FluxObject } from '../../test/support/flux.ts'
+import { triggerConfigMap } from '../../test/support/manifests.ts'
+import { createRepo, type Repo } from '../../test/support/repo.ts'
+
+const cluster = useCluster()
+const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
+
+function configMapManifest(namespace: string, values: string): string {
+  return triggerConfigMap({ name: 'app-values', namespace, releases: 'app', values })
+}
+
+function releaseManifest(namespace: string): string {
+  return `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: app
+  namespace: ${namespace}
+spec:
+  interval: 1h
+  chartRef:
+    kind: OCIRepository
+    name: demo
+  install:
+    disableWait: true
+  upgrade:
+    disableWait: true
+  valuesFrom:
+    - kind: ConfigMap
+      name: app-values
+`
+}
+
+/** Stands in for kustomize-controller: applies the ConfigMap as the commit has it. */
+async function applyConfigMap(namespace: string, values: string): Promise<void> {
+  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
+  try {
+    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
+  } catch {
+    await cluster.core.createNamespacedConfigMap({ namespace, body })
+  }
+}
+
+function outputOf(run: ActionRun, name: string): { name: string; status: string; revisionBefore?: number; revisionAfter?: number }[] {
+  return JSON.parse(run.outputs[name] ?? '[]')
+}
+
+describe('a HelmRelease whose chart comes from an OCIRepository (chartRef)', () => {
+  let namespace: string
+  let repo: Repo
+  let head: string
+  let chartDigest: string
+
+  beforeAll(async () => {
+    namespace = await cluster.createNamespace('e2e-oci')
+    const pushed = await cluster.pushOciChart(demoChart('0.1.0'))
+    chartDigest = pushed.digest
+    await cluster.applyOciRepository({ namespace, name: 'demo', url: pushed.url, tag: pushed.tag })
+    await applyConfigMap(namespace, 'greeting: hello')
+    await cluster.applyHelmRelease({
+      namespace,
+      name: 'app',
+      chartRef: { kind: 'OCIRepository', name: 'demo' },
+      valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }],
+    })
+    await cluster.waitForHelmReleaseReady(namespace, 'app')
+    repo = createRepo()
+    repo.write({ 'apps/values.yaml': configMapManifest(namespace, 'greeting: hello'), 'apps/release.yaml': releaseManifest(namespace) })
+    head = repo.commit('initial')
+  })
+  afterAll(() => repo?.cleanup())
+
+  it('installed the chart source-controller pulled from the registry', async () => {
+    const source = (await cluster.custom.getNamespacedCustomObject({ ...OCI_REPOSITORY, namespace, name: 'demo' })) as FluxObject
+    expect(isReady(source)).toBe(true)
+    const artifact = source.status?.['artifact'] as { revision?: string } | undefined
+    expect(artifact?.revision).toBe(`0.1.0@${chartDigest}`)
+    const release = await cluster.getHelmRelease(namespace, 'app')
+    // helm-controller marks a chart from an OCIRepository with the artifact's digest as build metadata.
+    expect(release.status?.history?.[0]).toMatchObject({
+      status: 'deployed',
+      chartVersion: `0.1.0+${chartDigest.slice('sha256:'.length, 'sha256:'.length + 12)}`,
+    })
+  })
+
+  it('triggers the release when its ConfigMap changes and reports the upgrade to revision 2', async () => {
+    const before = head
+    repo.write({ 'apps/values.yaml': configMapManifest(namespace, 'greeting: bonjour') })
+    head = repo.commit('change values')
+    await applyConfigMap(namespace, 'greeting: bonjour')
+    const run = await runAction({
+      workspace: repo.dir,
+      eventName: 'push',
+      event: { before, after: head, ref: 'refs/heads/main' },
+      sha: head,
+      inputs: { kubeconfig, timeout: '90s' },
+    })
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expect(outputOf(run, 'triggered')).toEqual([expect.objectContaining({ name: 'app', status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })])
+    expect(outputOf(run, 'failed')).toEqual([])
+    expect(run.summary).toContain('1 → 2')
+    const rendered = await cluster.core.readNamespacedConfigMap({ namespace, name: 'app' })
+    expect(rendered.data?.['greeting']).toBe('bonjour')
+  })
+})
