@@ -66,7 +66,8 @@ export function driftOutput(report: DriftReport): unknown {
 
 /** Rows of (object, field, desired, live): one per field change, one per missing or unreadable object. */
 function rows(o: ObjectDrift): { object: string; field: string; desired: string; live: string; result: string }[] {
-  const object = objectKey(o)
+  // The chart template it came from, where Helm kept it (Helm v4 does, through helm-controller's post-renderer).
+  const object = o.source === undefined ? objectKey(o) : `${objectKey(o)} (${o.source})`
   if (o.state === ObjectState.Missing) return [{ object, field: '—', desired: 'present', live: '(missing)', result: 'missing' }]
   if (o.state === ObjectState.Error) return [{ object, field: '—', desired: '—', live: '—', result: `not compared: ${o.message ?? ''}` }]
   return o.changes.map((c) => ({ object, field: c.path, desired: c.desired, live: c.live, result: 'changed' }))

@@ -376,11 +376,12 @@ describe('drift reporting', () => {
     const summary = driftSummary(report)
     expect(summary).toContain('## helmrelease-trigger drift: 0 in sync, 1 drifted, 0 skipped, 0 not checked')
     const drift = tableUnder(summary, 'Drift')
-    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/web', 'data.a', '"1|2" → "<b>"', 'changed'])
-    expect(drift).toContainEqual(['apps/web', 'Secret/apps/db', 'data.password', '(redacted) → (redacted)', 'changed'])
-    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/gone', '—', '—', 'missing'])
+    // Each object names the chart template the stored manifest says it came from.
+    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/web (demo/templates/x.yaml)', 'data.a', '"1|2" → "<b>"', 'changed'])
+    expect(drift).toContainEqual(['apps/web', 'Secret/apps/db (demo/templates/x.yaml)', 'data.password', '(redacted) → (redacted)', 'changed'])
+    expect(drift).toContainEqual(['apps/web', 'ConfigMap/apps/gone (demo/templates/x.yaml)', '—', '—', 'missing'])
     const text = driftText(report)
-    expect(text).toMatch(/apps\/web\s+ConfigMap\/apps\/web\s+data\.a\s+"1\|2" -> "<b>"\s+changed/)
+    expect(text).toMatch(/apps\/web\s+ConfigMap\/apps\/web \(demo\/templates\/x\.yaml\)\s+data\.a\s+"1\|2" -> "<b>"\s+changed/)
     const json = JSON.stringify(driftOutput(report))
     for (const out of [summary, text, json]) {
       for (const value of ['desired-pw', 'live-pw', Buffer.from('desired-pw').toString('base64'), Buffer.from('live-pw').toString('base64')])
