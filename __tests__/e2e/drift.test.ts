@@ -91,13 +91,14 @@ describe('drift of a release installed by the real helm-controller', () => {
     const report = await drift(ns)
     const [release] = report.releases
     expect(release?.state, rendered(report)).toBe(ReleaseState.Drifted)
-    // No `source`: helm-controller's post-renderer (origin labels) drops Helm's `# Source:` comments.
+    // `source`: the chart template, from the `# Source:` comment Helm v4 keeps in the stored manifest.
     expect(release?.drifted).toEqual([
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         namespace: ns,
         name: 'app',
+        source: `${CHART}/templates/configmap.yaml`,
         state: 'changed',
         changes: [{ path: 'data.greeting', desired: '"hello"', live: '"edited"' }],
       },
@@ -106,13 +107,20 @@ describe('drift of a release installed by the real helm-controller', () => {
         kind: 'Secret',
         namespace: ns,
         name: 'app-credentials',
+        source: `${CHART}/templates/secret.yaml`,
         state: 'changed',
         changes: [{ path: 'data.password', desired: '(redacted)', live: '(redacted)' }],
       },
     ])
     const text = rendered(report)
     for (const secret of ['tampered-value', b64('tampered-value'), 'app-s3cret-pw', b64('app-s3cret-pw')]) expect(text).not.toContain(secret)
-    expect(tableUnder(driftSummary(report), 'Drift')).toContainEqual([`${ns}/app`, `ConfigMap/${ns}/app`, 'data.greeting', '"hello" → "edited"', 'changed'])
+    expect(tableUnder(driftSummary(report), 'Drift')).toContainEqual([
+      `${ns}/app`,
+      `ConfigMap/${ns}/app (${CHART}/templates/configmap.yaml)`,
+      'data.greeting',
+      '"hello" → "edited"',
+      'changed',
+    ])
   })
 
   it('reports a deleted object as missing', async () => {
