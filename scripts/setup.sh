@@ -37,3 +37,7 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 test/cluster/build.sh kube source-controller helm-controller kustomize-controller registry kustomize sops
+# The other Flux versions the end-to-end tests also run on (scripts/test.sh).
+for dir in test/cluster/flux-*/; do
+  HELMRELEASE_TRIGGER_FLUX=$(basename "$dir" | sed 's/^flux-//') test/cluster/build.sh source-controller helm-controller kustomize-controller
+done

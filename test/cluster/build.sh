@@ -12,6 +12,9 @@
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
 # binary of the targets (the path the build puts it at, present or not).
+#
+# The Flux controllers are the default Flux's (test/cluster/<controller>); with
+# HELMRELEASE_TRIGGER_FLUX=<version> they are that Flux's (test/cluster/flux-<version>/<controller>).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +30,15 @@ case "$k8s_version" in
   v[0-9]*.[0-9]*.[0-9]*) ;;
   *) echo "cluster build: cannot read the k8s.io/kubernetes version from test/cluster/kube/go.mod" >&2; exit 2 ;;
 esac
+
+flux=${HELMRELEASE_TRIGGER_FLUX:-}
+if [ -n "$flux" ] && [ ! -d "$here/flux-$flux" ]; then
+  echo "cluster build: HELMRELEASE_TRIGGER_FLUX=$flux has no test/cluster/flux-$flux (there are: $(cd "$here" && ls -d flux-* 2>/dev/null | tr '\n' ' '))" >&2
+  exit 2
+fi
+controller() { # the wrapper of a Flux controller for the chosen Flux
+  if [ -n "$flux" ]; then echo "flux-$flux/$1"; else echo "$1"; fi
+}
 
 key_of() { # the wrapper's files, hashed: any change to a pin rebuilds
   (cd "$here/$1" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | sort | xargs sha256sum; go version) | sha256sum | cut -c1-16
@@ -86,9 +98,9 @@ for t in "${targets[@]}"; do
       build kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ld" "Kubernetes $k8s_version"
       build kube etcd ./etcd
       ;;
-    source-controller) build source-controller source-controller github.com/fluxcd/source-controller ;;
-    helm-controller) build helm-controller helm-controller github.com/fluxcd/helm-controller ;;
-    kustomize-controller) build kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller ;;
+    source-controller) build "$(controller source-controller)" source-controller github.com/fluxcd/source-controller ;;
+    helm-controller) build "$(controller helm-controller)" helm-controller github.com/fluxcd/helm-controller ;;
+    kustomize-controller) build "$(controller kustomize-controller)" kustomize-controller github.com/fluxcd/kustomize-controller ;;
     # go-containerregistry's in-memory registry: no --version to check.
     registry) build registry oci-registry github.com/google/go-containerregistry/cmd/registry ;;
     sops)

@@ -75,6 +75,17 @@ export interface Versions {
   readonly sourceController: string
   readonly helmController: string
   readonly kustomizeController: string
+  /** The Helm library helm-controller is built on, e.g. v4.2.4. */
+  readonly helm: string
+}
+
+/** Which Flux the controllers are: unset, the default (test/cluster/<controller>); else `flux-<version>/<controller>`. */
+export const FLUX_ENV = 'HELMRELEASE_TRIGGER_FLUX'
+
+/** The wrapper module of a Flux controller for the Flux chosen by FLUX_ENV. */
+export function controllerWrapper(controller: 'source-controller' | 'helm-controller' | 'kustomize-controller'): string {
+  const flux = process.env[FLUX_ENV]
+  return flux ? `flux-${flux}/${controller}` : controller
 }
 
 export interface StartClusterOptions {
@@ -330,15 +341,19 @@ function need(binaries: Partial<Record<BuiltBinary, string>>, name: BuiltBinary)
 /** Versions pinned by the wrapper modules' go.mod files (the single source of truth). */
 export async function readVersions(): Promise<Versions> {
   const kube = await readFile(join(CLUSTER_SRC, 'kube', 'go.mod'), 'utf8')
-  const source = await readFile(join(CLUSTER_SRC, 'source-controller', 'go.mod'), 'utf8')
-  const helm = await readFile(join(CLUSTER_SRC, 'helm-controller', 'go.mod'), 'utf8')
-  const kustomize = await readFile(join(CLUSTER_SRC, 'kustomize-controller', 'go.mod'), 'utf8')
+  const [sourceMod, helmMod, kustomizeMod] = (['source-controller', 'helm-controller', 'kustomize-controller'] as const).map(
+    (c) => `test/cluster/${controllerWrapper(c)}/go.mod`,
+  ) as [string, string, string]
+  const source = await readFile(join(REPO_ROOT, sourceMod), 'utf8')
+  const helm = await readFile(join(REPO_ROOT, helmMod), 'utf8')
+  const kustomize = await readFile(join(REPO_ROOT, kustomizeMod), 'utf8')
   return {
     kubernetes: moduleVersion(kube, 'k8s.io/kubernetes', 'test/cluster/kube/go.mod'),
     etcd: moduleVersion(kube, 'go.etcd.io/etcd/server/v3', 'test/cluster/kube/go.mod'),
-    sourceController: moduleVersion(source, 'github.com/fluxcd/source-controller', 'test/cluster/source-controller/go.mod'),
-    helmController: moduleVersion(helm, 'github.com/fluxcd/helm-controller', 'test/cluster/helm-controller/go.mod'),
-    kustomizeController: moduleVersion(kustomize, 'github.com/fluxcd/kustomize-controller', 'test/cluster/kustomize-controller/go.mod'),
+    sourceController: moduleVersion(source, 'github.com/fluxcd/source-controller', sourceMod),
+    helmController: moduleVersion(helm, 'github.com/fluxcd/helm-controller', helmMod),
+    kustomizeController: moduleVersion(kustomize, 'github.com/fluxcd/kustomize-controller', kustomizeMod),
+    helm: /^\s*helm\.sh\/helm\/v4\s/m.test(helm) ? moduleVersion(helm, 'helm.sh/helm/v4', helmMod) : moduleVersion(helm, 'helm.sh/helm/v3', helmMod),
   }
 }
 
@@ -382,9 +397,9 @@ async function crdDir(wrapper: string, module: string, version: string): Promise
 /** The HelmRelease and Kustomization CRDs and every source-controller CRD, as pinned by the wrapper modules. */
 export async function fluxCrds(versions: Versions): Promise<V1CustomResourceDefinition[]> {
   const dirs = [
-    await crdDir('helm-controller', 'github.com/fluxcd/helm-controller', versions.helmController),
-    await crdDir('source-controller', 'github.com/fluxcd/source-controller', versions.sourceController),
-    await crdDir('kustomize-controller', 'github.com/fluxcd/kustomize-controller', versions.kustomizeController),
+    await crdDir(controllerWrapper('helm-controller'), 'github.com/fluxcd/helm-controller', versions.helmController),
+    await crdDir(controllerWrapper('source-controller'), 'github.com/fluxcd/source-controller', versions.sourceController),
+    await crdDir(controllerWrapper('kustomize-controller'), 'github.com/fluxcd/kustomize-controller', versions.kustomizeController),
   ]
   const crds: V1CustomResourceDefinition[] = []
   for (const dir of dirs) {
