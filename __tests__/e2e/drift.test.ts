@@ -248,7 +248,13 @@ describe('a scheduled drift job (the bundled action)', () => {
 
     const failed = await job('fail')
     expect(failed.exitCode, `${failed.stdout}\n${failed.stderr}`).toBe(1)
-    expect(tableUnder(failed.summary, 'Drift')).toContainEqual([`${ns}/web`, `ConfigMap/${ns}/web`, 'data.greeting', '"hello" → "edited by hand"', 'changed'])
+    expect(tableUnder(failed.summary, 'Drift')).toContainEqual([
+      `${ns}/web`,
+      `ConfigMap/${ns}/web${helmKeepsSource ? ' (demo/templates/configmap.yaml)' : ''}`,
+      'data.greeting',
+      '"hello" → "edited by hand"',
+      'changed',
+    ])
     expect(failed.stdout).toContain(`::error::1 release not in sync (drift-action: fail): ${ns}/web: ConfigMap/${ns}/web data.greeting`)
     const output = JSON.parse(failed.outputs['drift'] ?? '{}') as { releases: { state: string; drifted: { changes: { path: string }[] }[] }[] }
     expect(output.releases[0]?.state).toBe('Drifted')
