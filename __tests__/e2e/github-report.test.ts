@@ -19,22 +19,13 @@ let api: GitHubApi
 let repo: Repo
 let namespace: string
 
-async function applyConfigMap(values: string): Promise<void> {
-  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
-  try {
-    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
-  } catch {
-    await cluster.core.createNamespacedConfigMap({ namespace, body })
-  }
-}
-
 const manifest = (values: string): string => triggerConfigMap({ name: 'app-values', namespace, releases: 'app', values })
 
 beforeAll(async () => {
   api = await startGitHubApi()
   namespace = await cluster.createNamespace('e2e-github')
   await cluster.applyHelmRepository(namespace)
-  await applyConfigMap('greeting: hello')
+  await cluster.applyValues(namespace, 'greeting: hello')
   await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
   await cluster.waitForHelmReleaseReady(namespace, 'app')
   repo = createRepo()
@@ -62,7 +53,7 @@ describe('the GitHub report of a real upgrade', () => {
     repo.write({ 'apps/values.yaml': manifest('greeting: bonjour') })
     const head = repo.commit('change values')
     api.addPullRequest(head, 42)
-    const applied = new Promise<void>((resolve, reject) => setTimeout(() => applyConfigMap('greeting: bonjour').then(resolve, reject), 2_000))
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => cluster.applyValues(namespace, 'greeting: bonjour').then(resolve, reject), 2_000))
     const run = await runAction({
       workspace: repo.dir,
       eventName: 'push',

@@ -40,16 +40,6 @@ spec:
 `
 }
 
-/** Stands in for kustomize-controller: applies the ConfigMap as the commit has it. */
-async function applyConfigMap(namespace: string, values: string): Promise<void> {
-  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
-  try {
-    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
-  } catch {
-    await cluster.core.createNamespacedConfigMap({ namespace, body })
-  }
-}
-
 function outputOf(run: ActionRun, name: string): { name: string; status: string; revisionBefore?: number; revisionAfter?: number }[] {
   return JSON.parse(run.outputs[name] ?? '[]')
 }
@@ -65,7 +55,7 @@ describe('a HelmRelease whose chart comes from an OCIRepository (chartRef)', () 
     const pushed = await cluster.pushOciChart(demoChart('0.1.0'))
     chartDigest = pushed.digest
     await cluster.applyOciRepository({ namespace, name: 'demo', url: pushed.url, tag: pushed.tag })
-    await applyConfigMap(namespace, 'greeting: hello')
+    await cluster.applyValues(namespace, 'greeting: hello')
     await cluster.applyHelmRelease({
       namespace,
       name: 'app',
@@ -96,7 +86,7 @@ describe('a HelmRelease whose chart comes from an OCIRepository (chartRef)', () 
     const before = head
     repo.write({ 'apps/values.yaml': configMapManifest(namespace, 'greeting: bonjour') })
     head = repo.commit('change values')
-    await applyConfigMap(namespace, 'greeting: bonjour')
+    await cluster.applyValues(namespace, 'greeting: bonjour')
     const run = await runAction({
       workspace: repo.dir,
       eventName: 'push',

@@ -51,22 +51,12 @@ interface Fleet {
 async function fleet(prefix: string, greeting = 'hello'): Promise<Fleet> {
   const namespace = await cluster.createNamespace(prefix)
   await cluster.applyHelmRepository(namespace)
-  await applyConfigMap(namespace, `greeting: ${greeting}`)
+  await cluster.applyValues(namespace, `greeting: ${greeting}`)
   await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
   await cluster.waitForHelmReleaseReady(namespace, 'app')
   const repo = createRepo()
   repo.write({ 'apps/values.yaml': configMapManifest(namespace, `greeting: ${greeting}`), 'apps/release.yaml': helmReleaseManifest(namespace) })
   return { namespace, repo, head: repo.commit('initial fleet') }
-}
-
-/** Stands in for kustomize-controller: applies the ConfigMap as the commit has it. */
-async function applyConfigMap(namespace: string, values: string): Promise<void> {
-  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
-  try {
-    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
-  } catch {
-    await cluster.core.createNamespacedConfigMap({ namespace, body })
-  }
 }
 
 async function push(f: Fleet, files: Record<string, string>, inputs: Record<string, string> = {}): Promise<ActionRun> {
@@ -106,7 +96,7 @@ describe('trigger and wait, with the real helm-controller', () => {
 
   it('upgrades to revision 2 once the new ConfigMap is applied, and reports Upgraded', async () => {
     // The apply lands a few seconds after the push, as kustomize-controller's would.
-    const applied = new Promise<void>((resolve, reject) => setTimeout(() => applyConfigMap(f.namespace, 'greeting: bonjour').then(resolve, reject), 3_000))
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => cluster.applyValues(f.namespace, 'greeting: bonjour').then(resolve, reject), 3_000))
     const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour') })
     await applied
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
@@ -125,7 +115,7 @@ describe('trigger and wait, with the real helm-controller', () => {
   })
 
   it("fails with helm-controller's message when the values break the chart", async () => {
-    await applyConfigMap(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
+    await cluster.applyValues(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
     const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
     expect(broken.exitCode).toBe(1)
     const [failed] = parsed(broken, 'failed')
@@ -143,7 +133,7 @@ describe('a release stalled with its retries exhausted', () => {
     fleets.push(f)
     // A key the apiserver refuses in ConfigMap data: Helm's upgrade fails at apply, records
     // a failed revision, and with no remediation retries helm-controller stalls the release.
-    await applyConfigMap(f.namespace, 'greeting: hi\n"bad key": 1')
+    await cluster.applyValues(f.namespace, 'greeting: hi\n"bad key": 1')
     const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hi\n"bad key": 1') })
     expect(broken.exitCode).toBe(1)
     await cluster.waitFor(
@@ -156,7 +146,7 @@ describe('a release stalled with its retries exhausted', () => {
 
     // Applied after the push starts, as kustomize-controller would: a changed ConfigMap
     // lets helm-controller retry on its own, which would beat us to the upgrade.
-    const applied = new Promise<void>((resolve, reject) => setTimeout(() => applyConfigMap(f.namespace, 'greeting: salut').then(resolve, reject), 2_000))
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => cluster.applyValues(f.namespace, 'greeting: salut').then(resolve, reject), 2_000))
     const fixed = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: salut') })
     await applied
     expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0)
@@ -185,7 +175,7 @@ describe('a release whose manifest changed with its ConfigMap', () => {
   it('is triggered once, not twice', async () => {
     const f = await fleet('e2e-once')
     fleets.push(f)
-    await applyConfigMap(f.namespace, 'greeting: hola')
+    await cluster.applyValues(f.namespace, 'greeting: hola')
     const run = await push(f, {
       'apps/values.yaml': configMapManifest(f.namespace, 'greeting: hola'),
       'apps/release.yaml': helmReleaseManifest(f.namespace, '2h'),

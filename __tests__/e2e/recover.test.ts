@@ -20,20 +20,11 @@ const cluster = useCluster()
 const kubeconfig = readFileSync(cluster.kubeconfigPath, 'utf8')
 const log = { info: () => undefined, warning: () => undefined }
 
-async function values(namespace: string, text: string): Promise<void> {
-  const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${text}\n` } }
-  try {
-    await cluster.core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
-  } catch {
-    await cluster.core.createNamespacedConfigMap({ namespace, body })
-  }
-}
-
 /** A namespace whose release `app` failed with `message` (rendered by the demo chart's `fail`). */
 async function failedRelease(prefix: string, message: string): Promise<string> {
   const namespace = await cluster.createNamespace(prefix)
   await cluster.applyHelmRepository(namespace)
-  await values(namespace, `fail: "${message}"`)
+  await cluster.applyValues(namespace, `fail: "${message}"`)
   await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
   await cluster.waitFor(async () => condition(await cluster.getHelmRelease(namespace, 'app'), 'Ready')?.message?.includes(message) ?? false, {
     timeoutMs: 120_000,
@@ -54,7 +45,7 @@ describe('recover with the real helm-controller', () => {
     const ns = await failedRelease('recover-transient', 'context deadline exceeded')
     // Let helm-controller's own retry backoff grow, so the recovery is ours, not its next retry.
     await cluster.waitFor(async () => Number((await cluster.getHelmRelease(ns, 'app')).status?.['failures'] ?? 0) >= 4, { timeoutMs: 120_000 })
-    await values(ns, 'greeting: back')
+    await cluster.applyValues(ns, 'greeting: back')
     const repo = createRepo()
     try {
       const sha = repo.commit('empty')

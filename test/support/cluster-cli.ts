@@ -263,7 +263,7 @@ async function status(): Promise<number> {
       : [`  oci:         ${state.ociRegistryUrl} (charts as oci://${new URL(state.ociRegistryUrl).host}/<name>:<version>)`]),
     `  flux:        ${
       state.flux
-        ? `source-controller ${state.versions.sourceController}, helm-controller ${state.versions.helmController}, kustomize-controller ${state.versions.kustomizeController}`
+        ? `source-controller ${state.versions.sourceController}, helm-controller ${state.versions.helmController} (Helm ${state.versions.helm}), kustomize-controller ${state.versions.kustomizeController}`
         : 'no'
     }`,
     ...state.processes.map((p) => `  ${p.name.padEnd(20)} pid ${p.pid} ${isAlive(p.pid) ? 'running' : 'EXITED'} (log ${p.logPath})`),

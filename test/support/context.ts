@@ -58,6 +58,8 @@ export interface ClusterHandle extends ProvidedCluster {
   pushOciChart(spec: ChartSpec): Promise<PushedChart>
   /** Server-side applies an OCIRepository (plain HTTP, the chart layer copied as the artifact). */
   applyOciRepository(options: OciRepositoryOptions): Promise<FluxObject>
+  /** Creates or replaces the ConfigMap `app-values` holding `values.yaml` (as kustomize-controller would apply it). */
+  applyValues(namespace: string, values: string): Promise<void>
   /** Server-side applies a HelmRelease (defaults: chart `demo`, version `*`, the namespace's repository, interval 1h). */
   applyHelmRelease(options: HelmReleaseOptions): Promise<FluxObject>
   getHelmRelease(namespace: string, name: string): Promise<FluxObject>
@@ -153,6 +155,14 @@ function makeHandle(provided: ProvidedCluster): ClusterHandle {
       return pushChart(provided.ociRegistryUrl, spec)
     },
     applyOciRepository: (options) => apply(OCI_REPOSITORY, ociRepository(options)),
+    async applyValues(namespace, values) {
+      const body = { metadata: { name: 'app-values', namespace }, data: { 'values.yaml': `${values}\n` } }
+      try {
+        await core.replaceNamespacedConfigMap({ namespace, name: 'app-values', body })
+      } catch {
+        await core.createNamespacedConfigMap({ namespace, body })
+      }
+    },
     applyHelmRelease: (options) => apply(HELM_RELEASE, helmRelease(options)),
     getHelmRelease,
     async requestReconcile(namespace, name, token = new Date().toISOString()) {
