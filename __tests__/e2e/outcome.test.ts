@@ -48,11 +48,11 @@ interface Fleet {
 }
 
 /** A namespace with the chart repository, the ConfigMap and the release installed (revision 1), and its repository. */
-async function fleet(prefix: string, greeting = 'hello'): Promise<Fleet> {
+async function fleet(prefix: string, greeting = 'hello', spec?: Record<string, unknown>): Promise<Fleet> {
   const namespace = await cluster.createNamespace(prefix)
   await cluster.applyHelmRepository(namespace)
   await cluster.applyValues(namespace, `greeting: ${greeting}`)
-  await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
+  await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }], ...(spec === undefined ? {} : { spec }) })
   await cluster.waitForHelmReleaseReady(namespace, 'app')
   const repo = createRepo()
   repo.write({ 'apps/values.yaml': configMapManifest(namespace, `greeting: ${greeting}`), 'apps/release.yaml': helmReleaseManifest(namespace) })
@@ -154,6 +154,30 @@ describe('a release stalled with its retries exhausted', () => {
     expect(upgraded, JSON.stringify(upgraded)).toMatchObject({ name: 'app', status: 'Upgraded' })
     const annotations = (await cluster.getHelmRelease(f.namespace, 'app')).metadata.annotations ?? {}
     expect(annotations['reconcile.fluxcd.io/resetAt']).toBe(upgraded?.token)
+    expect(await renderedGreeting(f.namespace)).toBe('salut')
+  })
+})
+
+describe('a release with the RetryOnFailure upgrade strategy', () => {
+  it('is reported Failed with the message as soon as the upgrade fails, then upgrades on the next fixed commit', async () => {
+    // helm-controller neither remediates nor stalls such a release: it retries on its own at retryInterval.
+    const f = await fleet('e2e-retry', 'hello', { upgrade: { disableWait: true, strategy: { name: 'RetryOnFailure', retryInterval: '1h' } } })
+    fleets.push(f)
+    await cluster.applyValues(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
+    const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
+    expect(broken.exitCode).toBe(1)
+    const [failed] = parsed(broken, 'failed')
+    expect(failed, JSON.stringify(failed)).toMatchObject({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })
+    expect(failed?.message).toContain('values rejected by the demo chart')
+    // The committer learns the release is not stuck: helm-controller retries it on its own.
+    expect(failed?.message).toContain('(helm-controller keeps retrying; 1 failure so far)')
+    const conditions = ((await cluster.getHelmRelease(f.namespace, 'app')).status?.conditions ?? []) as { type: string; status: string }[]
+    expect(conditions.filter((c) => c.type === 'Stalled' && c.status === 'True')).toEqual([])
+
+    await cluster.applyValues(f.namespace, 'greeting: salut')
+    const fixed = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: salut') })
+    expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0)
+    expect(parsed(fixed, 'triggered')).toEqual([expect.objectContaining({ name: 'app', status: 'Upgraded' })])
     expect(await renderedGreeting(f.namespace)).toBe('salut')
   })
 })
