@@ -235,6 +235,19 @@ describe('describe and rbacRule', () => {
   })
 })
 
+/** Throws the given errors in turn, then returns 'ok'. */
+function failing(...errors: Error[]): { fn: () => Promise<string>; calls: () => number } {
+  let calls = 0
+  return {
+    fn: async () => {
+      const error = errors[calls++]
+      if (error !== undefined) throw error
+      return 'ok'
+    },
+    calls: () => calls,
+  }
+}
+
 describe('withRetry', () => {
   /** A zero-delay policy that records what it was asked to sleep. */
   function policy(attempts: number, o: { minDelayMs?: number; maxDelayMs?: number } = {}): RetryPolicy & { readonly sleeps: number[] } {
@@ -247,19 +260,6 @@ describe('withRetry', () => {
       sleep: async (ms) => {
         sleeps.push(ms)
       },
-    }
-  }
-
-  /** Throws the given errors in turn, then returns 'ok'. */
-  function failing(...errors: Error[]): { fn: () => Promise<string>; calls: () => number } {
-    let calls = 0
-    return {
-      fn: async () => {
-        const error = errors[calls++]
-        if (error !== undefined) throw error
-        return 'ok'
-      },
-      calls: () => calls,
     }
   }
 
@@ -382,27 +382,18 @@ describe('patience with an apiserver outage', () => {
 
   it('a server that never answered gets no patience: a wrong address fails after the attempts', async () => {
     const p = patient(60_000)
-    let calls = 0
     const error = refused()
-    await expect(
-      withRetry(async () => {
-        calls++
-        throw error
-      }, p),
-    ).rejects.toBe(error)
-    expect(calls).toBe(3)
+    const f = failing(...Array.from({ length: 10 }, () => error))
+    await expect(withRetry(f.fn, p)).rejects.toBe(error)
+    expect(f.calls()).toBe(3)
   })
 
   it('after an answer, calls go on past their attempts until the server is back, at the longest delay', async () => {
     const p = patient(60_000)
     expect(await withRetry(async () => 'up', p)).toBe('up')
-    let calls = 0
-    const back = await withRetry(async () => {
-      if (++calls <= 20) throw refused()
-      return 'back'
-    }, p)
-    expect(back).toBe('back')
-    expect(calls).toBe(21)
+    const f = failing(...Array.from({ length: 20 }, refused))
+    expect(await withRetry(f.fn, p)).toBe('ok')
+    expect(f.calls()).toBe(21)
     expect(p.sleeps.slice(5).every((ms) => ms >= 1_000 && ms <= 1_200)).toBe(true)
   })
 
@@ -425,28 +416,20 @@ describe('patience with an apiserver outage', () => {
   it('an answer ends the outage: the next one gets the whole patience again', async () => {
     const p = patient(5_000)
     await withRetry(async () => 'up', p)
+    // Each round sleeps about 3 s past its attempts: both fit in 5 s only if the answer between them restarted the clock.
     for (const round of [1, 2]) {
-      let calls = 0
-      const result = await withRetry(async () => {
-        // Each round sleeps about 3 s past its attempts: both fit in 5 s only if the answer between them restarted the clock.
-        if (++calls <= 6) throw refused()
-        return `back ${round}`
-      }, p)
-      expect(result).toBe(`back ${round}`)
+      const f = failing(...Array.from({ length: 6 }, refused))
+      expect(await withRetry(f.fn, p), `round ${round}`).toBe('ok')
+      expect(f.calls()).toBe(7)
     }
   })
 
   it('has no patience with errors that are not an outage', async () => {
     const p = patient(60_000)
     await withRetry(async () => 'up', p)
-    let calls = 0
     const error = classify(api(500, status(500, 'InternalError', 'webhook failed')), patchRelease, SERVER)
-    await expect(
-      withRetry(async () => {
-        calls++
-        throw error
-      }, p),
-    ).rejects.toBe(error)
-    expect(calls).toBe(3)
+    const f = failing(...Array.from({ length: 10 }, () => error))
+    await expect(withRetry(f.fn, p)).rejects.toBe(error)
+    expect(f.calls()).toBe(3)
   })
 })
