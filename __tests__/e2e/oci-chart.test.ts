@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { demoChart } from '../../test/support/chart.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { isReady, OCI_REPOSITORY, type FluxObject } from '../../test/support/flux.ts'
+import { helmRelease, isReady, manifestText, OCI_REPOSITORY, type FluxObject, type HelmReleaseOptions } from '../../test/support/flux.ts'
 import { triggerConfigMap } from '../../test/support/manifests.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
@@ -19,25 +19,9 @@ function configMapManifest(namespace: string, values: string): string {
   return triggerConfigMap({ name: 'app-values', namespace, releases: 'app', values })
 }
 
-function releaseManifest(namespace: string): string {
-  return `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: app
-  namespace: ${namespace}
-spec:
-  interval: 1h
-  chartRef:
-    kind: OCIRepository
-    name: demo
-  install:
-    disableWait: true
-  upgrade:
-    disableWait: true
-  valuesFrom:
-    - kind: ConfigMap
-      name: app-values
-`
+/** The release as the cluster gets it and as the repository's file holds it. */
+function release(namespace: string): HelmReleaseOptions {
+  return { namespace, name: 'app', chartRef: { kind: 'OCIRepository', name: 'demo' }, valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] }
 }
 
 function outputOf(run: ActionRun, name: string): { name: string; status: string; revisionBefore?: number; revisionAfter?: number }[] {
@@ -56,15 +40,10 @@ describe('a HelmRelease whose chart comes from an OCIRepository (chartRef)', () 
     chartDigest = pushed.digest
     await cluster.applyOciRepository({ namespace, name: 'demo', url: pushed.url, tag: pushed.tag })
     await cluster.applyValues(namespace, 'greeting: hello')
-    await cluster.applyHelmRelease({
-      namespace,
-      name: 'app',
-      chartRef: { kind: 'OCIRepository', name: 'demo' },
-      valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }],
-    })
+    await cluster.applyHelmRelease(release(namespace))
     await cluster.waitForHelmReleaseReady(namespace, 'app')
     repo = createRepo()
-    repo.write({ 'apps/values.yaml': configMapManifest(namespace, 'greeting: hello'), 'apps/release.yaml': releaseManifest(namespace) })
+    repo.write({ 'apps/values.yaml': configMapManifest(namespace, 'greeting: hello'), 'apps/release.yaml': manifestText(helmRelease(release(namespace))) })
     head = repo.commit('initial')
   })
   afterAll(() => repo?.cleanup())
