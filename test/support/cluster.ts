@@ -341,9 +341,10 @@ function need(binaries: Partial<Record<BuiltBinary, string>>, name: BuiltBinary)
 /** Versions pinned by the wrapper modules' go.mod files (the single source of truth). */
 export async function readVersions(): Promise<Versions> {
   const kube = await readFile(join(CLUSTER_SRC, 'kube', 'go.mod'), 'utf8')
-  const [sourceMod, helmMod, kustomizeMod] = (['source-controller', 'helm-controller', 'kustomize-controller'] as const).map(
-    (c) => `test/cluster/${controllerWrapper(c)}/go.mod`,
-  ) as [string, string, string]
+  const goMod = (controller: Parameters<typeof controllerWrapper>[0]): string => `test/cluster/${controllerWrapper(controller)}/go.mod`
+  const sourceMod = goMod('source-controller')
+  const helmMod = goMod('helm-controller')
+  const kustomizeMod = goMod('kustomize-controller')
   const source = await readFile(join(REPO_ROOT, sourceMod), 'utf8')
   const helm = await readFile(join(REPO_ROOT, helmMod), 'utf8')
   const kustomize = await readFile(join(REPO_ROOT, kustomizeMod), 'utf8')
