@@ -8,6 +8,7 @@ import { AuthorizationV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOpt
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { isObserved } from '../../test/support/flux.ts'
 import { grants, grantsInEffect, shipped, without } from '../../test/support/rbac.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 import { triggerSecret } from '../../test/support/manifests.ts'
@@ -593,12 +594,25 @@ function runMode(mode: 'discover' | 'recover', id: Identity, inputs: Record<stri
 /**
  * An unlabelled release reading a labelled ConfigMap (discover labels it), and a second
  * labelled ConfigMap naming a release in another namespace (looked up with `get`).
+ * Both are suspended and left only once helm-controller has observed them: a status write
+ * between discover's list and its patch would make it re-read the release, which a role
+ * without `get` refuses.
  */
 async function discoverScenario(prefix: string): Promise<{ namespace: string; other: string }> {
   const namespace = await cluster.createNamespace(prefix)
   const other = await cluster.createNamespace(`${prefix}-x`)
-  await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }] })
-  await cluster.applyHelmRelease({ namespace: other, name: 'api', repository: 'absent' })
+  const suspended = { suspend: true }
+  await cluster.applyHelmRelease({ namespace, name: 'web', repository: 'absent', valuesFrom: [{ kind: 'ConfigMap', name: 'settings' }], spec: suspended })
+  await cluster.applyHelmRelease({ namespace: other, name: 'api', repository: 'absent', spec: suspended })
+  for (const [ns, name] of [
+    [namespace, 'web'],
+    [other, 'api'],
+  ] as const) {
+    await cluster.waitFor(async () => isObserved(await cluster.getHelmRelease(ns, name)), {
+      timeoutMs: 60_000,
+      message: `helm-controller to observe ${ns}/${name}`,
+    })
+  }
   const labelled = (name: string, target: string, targetNamespace: string) => ({
     metadata: {
       name,
