@@ -157,6 +157,7 @@ describe('deploy/rbac manifests', () => {
         'core/configmaps:get',
         'core/secrets:get',
         `${KS}/kustomizations:get`,
+        'source.toolkit.fluxcd.io/ocirepositories:get',
         'core/events:create',
       ].sort(),
     )

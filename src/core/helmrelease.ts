@@ -39,6 +39,8 @@ export interface HelmReleaseStatus {
   readonly lastHandledReconcileAt: string
   readonly lastHandledForceAt: string
   readonly lastHandledResetAt: string
+  /** The OCI digest of the chart last attempted (chartRef to an OCIRepository); empty otherwise. */
+  readonly lastAttemptedRevisionDigest: string
   readonly conditions: readonly Condition[]
   /** Newest first, as helm-controller keeps it. */
   readonly history: readonly Snapshot[]
@@ -99,6 +101,7 @@ function toStatus(value: unknown): HelmReleaseStatus {
     lastHandledReconcileAt: text(s['lastHandledReconcileAt']),
     lastHandledForceAt: text(s['lastHandledForceAt']),
     lastHandledResetAt: text(s['lastHandledResetAt']),
+    lastAttemptedRevisionDigest: text(s['lastAttemptedRevisionDigest']),
     conditions: list(s['conditions']).map((c) => {
       const r = record(c)
       return { type: text(r['type']), status: text(r['status']), reason: text(r['reason']), message: text(r['message']) }

@@ -171,6 +171,35 @@ export interface PlannedRead {
 export interface PlannedRelease extends ReleaseRef {
   readonly sources: readonly PlannedRead[]
   readonly spec?: SpecChange
+  /** The chart source its spec.chartRef names changed: the new chart is that source's next artifact. */
+  readonly chart?: ChartChange
+}
+
+/** The one kind of chart source a commit edits to bump a chart (a HelmChart is made by helm-controller). */
+export type ChartSourceKind = 'OCIRepository'
+
+/**
+ * An OCIRepository changed in the range (its ref.tag, most often) and a release's spec.chartRef
+ * names it: helm-controller upgrades the release once source-controller holds the new artifact.
+ */
+export interface ChartChange extends ChartSourceRef {
+  /** Where the change was written: the first changed field, else the document. */
+  readonly origin: Origin
+  /** Changed fields, dotted (`spec.ref.tag`). */
+  readonly fields: readonly string[]
+  /** What the live OCIRepository's spec must hold once the commit is applied (as SpecChange.expect). */
+  readonly expect: readonly FieldValue[]
+}
+
+export interface ChartSourceRef {
+  readonly kind: ChartSourceKind
+  readonly namespace: string
+  readonly name: string
+}
+
+/** "OCIRepository/<namespace>/<name>". */
+export function chartSourceId(ref: ChartSourceRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`
 }
 
 /** A HelmRelease whose rendered spec changed in the range (added: new at head). */

@@ -11,9 +11,11 @@ import { contentOfConfigMap, contentOfSecret, digestOf, type DigestContent } fro
 import { addedKeys, keyChanges } from './key-changes.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
-import { byReleaseKey, releaseKey, sourceId } from './model.ts'
+import { byReleaseKey, chartSourceId, releaseKey, sourceId } from './model.ts'
 import { compareText } from '../lib/sort.ts'
 import type {
+  ChartChange,
+  ChartSourceKind,
   PlainDigest,
   FieldValue,
   FileProblem,
@@ -70,6 +72,21 @@ export function planRendered(input: RenderedPlanInput): Plan {
     specs.delete(key)
     hold(release.kustomization, `HelmRelease/${key}`)
   }
+  const charts = new Map<string, ChartChange>()
+  const chartNotes: string[] = []
+  if (!input.fullSync) {
+    for (const change of chartChanges(base.chartSources, head.chartSources)) {
+      const source = head.chartSources.get(chartSourceId(change))
+      if (source === undefined) continue
+      const id = chartSourceId(change)
+      if (suspended.has(source.kustomization)) hold(source.kustomization, id)
+      else if (source.spec['suspend'] === true)
+        chartNotes.push(
+          `${id} changed but is suspended (spec.suspend: true): source-controller fetches nothing until it is resumed, so it is planned without a wait`,
+        )
+      else for (const release of chartReaders(head.releases, change)) charts.set(releaseKey(release), change)
+    }
+  }
   const problems = [
     ...renderProblems(input.head),
     ...head.problems,
@@ -81,7 +98,7 @@ export function planRendered(input: RenderedPlanInput): Plan {
   ]
   return {
     sources: planned.map((p) => p.source).sort((a, b) => compareText(a.id, b.id)),
-    releases: plannedReleases(planned, specs),
+    releases: plannedReleases(planned, specs, charts),
     problems: problems.sort(compareProblem),
     notes: [
       ...input.head.notRendered.map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`),
@@ -89,6 +106,7 @@ export function planRendered(input: RenderedPlanInput): Plan {
         ([kustomization, ids]) =>
           `Flux Kustomization ${kustomization} is suspended (spec.suspend: true): kustomize-controller applies none of its changes until it is resumed, so ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} planned without a trigger or a wait`,
       ),
+      ...chartNotes,
     ],
   }
 }
@@ -183,9 +201,22 @@ interface Release extends ReleaseRef {
   readonly reads: readonly Read[]
 }
 
+/** A rendered OCIRepository: a chart source a release's spec.chartRef can name. */
+interface ChartSource {
+  readonly kind: ChartSourceKind
+  readonly namespace: string
+  readonly name: string
+  readonly origin: Origin
+  readonly kustomization: string
+  readonly specOrigins: Readonly<Record<string, Provenance>>
+  readonly spec: JsonRecord
+}
+
 interface Side {
   readonly sources: ReadonlyMap<SourceId, Source>
   readonly releases: ReadonlyMap<string, Release>
+  /** By chartSourceId. */
+  readonly chartSources: ReadonlyMap<string, ChartSource>
   readonly problems: readonly FileProblem[]
 }
 
@@ -194,11 +225,12 @@ type JsonRecord = Readonly<Record<string, unknown>>
 function readSide(repository: RenderedRepository, context: Context): Side {
   const sources = new Map<SourceId, Source>()
   const releases = new Map<string, Release>()
+  const chartSources = new Map<string, ChartSource>()
   const problems: FileProblem[] = []
   const firstBy = new Map<string, RenderedObject>()
   for (const object of repository.objects) {
     const isSource = isConfigSource(object)
-    if (!isSource && !isHelmRelease(object)) continue
+    if (!isSource && !isHelmRelease(object) && !isChartSource(object)) continue
     const namespace = object.namespace ?? FALLBACK_NAMESPACE
     const identity = `${object.kind}/${namespace}/${object.name}`
     const first = firstBy.get(identity)
@@ -210,12 +242,15 @@ function readSide(repository: RenderedRepository, context: Context): Side {
     if (isSource) {
       const source = readSource(object, namespace, context, problems)
       if (source !== undefined) sources.set(source.id, source)
+    } else if (isChartSource(object)) {
+      const source = readChartSource(object, namespace)
+      chartSources.set(chartSourceId(source), source)
     } else {
       const release = readRelease(object, namespace)
       releases.set(releaseKey(release), release)
     }
   }
-  return { sources, releases, problems }
+  return { sources, releases, chartSources, problems }
 }
 
 function isConfigSource(object: RenderedObject): boolean {
@@ -224,6 +259,23 @@ function isConfigSource(object: RenderedObject): boolean {
 
 function isHelmRelease(object: RenderedObject): boolean {
   return object.kind === 'HelmRelease' && object.apiVersion.startsWith('helm.toolkit.fluxcd.io/')
+}
+
+function isChartSource(object: RenderedObject): boolean {
+  return object.kind === 'OCIRepository' && object.apiVersion.startsWith('source.toolkit.fluxcd.io/')
+}
+
+function readChartSource(object: RenderedObject, namespace: string): ChartSource {
+  const spec = record(object.object['spec'])
+  return {
+    kind: 'OCIRepository',
+    namespace,
+    name: object.name,
+    origin: originOf(object),
+    kustomization: object.kustomization,
+    specOrigins: object.specOrigins ?? {},
+    spec,
+  }
 }
 
 function duplicateProblem(identity: string, first: RenderedObject, other: RenderedObject): FileProblem {
@@ -611,18 +663,18 @@ function specChanges(base: ReadonlyMap<string, Release>, head: ReadonlyMap<strin
 }
 
 /**
- * Where the user edited the release's spec: for the first changed field, the field itself or the
+ * Where the user edited a release's (or chart source's) spec: for the first changed field, the field itself or the
  * nearest enclosing one written (a field added under it), in the document or the patch that sets
  * it; the document when none is known.
  */
-function fieldOrigin(release: Release, diff: readonly FieldValue[]): Origin {
+function fieldOrigin(object: Pick<Release, 'specOrigins' | 'origin'>, diff: readonly FieldValue[]): Origin {
   for (const { path } of diff) {
     for (let n = path.length; n > 0; n--) {
-      const at = release.specOrigins[JSON.stringify(path.slice(0, n))]
+      const at = object.specOrigins[JSON.stringify(path.slice(0, n))]
       if (at !== undefined) return { file: at.file, line: at.line }
     }
   }
-  return release.origin
+  return object.origin
 }
 
 /** Leaf differences under spec; lists are compared whole. Folded to top-level fields when many. */
@@ -661,9 +713,49 @@ function containsJson(actual: unknown, wanted: unknown): boolean {
 }
 
 // ---------------------------------------------------------------------------------------
+// Chart sources
+
+// How often and how long source-controller polls: changing them fetches no other chart.
+const UNCHARTED_FIELDS: ReadonlySet<string> = new Set(['interval', 'timeout'])
+
+/** OCIRepositories at head whose spec changed from base in a field that can change the artifact. */
+function chartChanges(base: ReadonlyMap<string, ChartSource>, head: ReadonlyMap<string, ChartSource>): ChartChange[] {
+  return [...head.values()].flatMap((now): ChartChange[] => {
+    const before = base.get(chartSourceId(now))
+    // A new repository reaches a release only through a changed chartRef: that spec change is waited for.
+    if (before === undefined) return []
+    const diff = changedFields(before.spec, now.spec).filter((f) => !UNCHARTED_FIELDS.has(f.path[0] ?? ''))
+    if (diff.length === 0) return []
+    return [
+      {
+        kind: now.kind,
+        namespace: now.namespace,
+        name: now.name,
+        origin: fieldOrigin(now, diff),
+        fields: diff.map((f) => ['spec', ...f.path].join('.')),
+        expect: diff,
+      },
+    ]
+  })
+}
+
+/** Head releases whose spec.chartRef names the source (chartRef.namespace defaults to the release's). */
+function chartReaders(releases: ReadonlyMap<string, Release>, source: ChartChange): Release[] {
+  return [...releases.values()].filter((release) => {
+    const ref = record(release.spec['chartRef'])
+    const namespace = typeof ref['namespace'] === 'string' && ref['namespace'] !== '' ? ref['namespace'] : release.namespace
+    return ref['kind'] === source.kind && ref['name'] === source.name && namespace === source.namespace
+  })
+}
+
+// ---------------------------------------------------------------------------------------
 // The plan's releases
 
-function plannedReleases(planned: readonly PlannedWithReads[], specs: ReadonlyMap<string, SpecChange>): PlannedRelease[] {
+function plannedReleases(
+  planned: readonly PlannedWithReads[],
+  specs: ReadonlyMap<string, SpecChange>,
+  charts: ReadonlyMap<string, ChartChange>,
+): PlannedRelease[] {
   const byRelease = new Map<string, { ref: ReleaseRef; reads: Map<SourceId, PlannedRead> }>()
   const entry = (ref: ReleaseRef) => {
     const key = releaseKey(ref)
@@ -680,15 +772,16 @@ function plannedReleases(planned: readonly PlannedWithReads[], specs: ReadonlyMa
       entry(target).reads.set(source.id, { id: source.id, ...digest, encrypted: source.encrypted, origin })
     }
   }
-  for (const key of specs.keys()) {
+  for (const key of [...specs.keys(), ...charts.keys()]) {
     const [namespace = '', ...rest] = key.split('/')
     entry({ namespace, name: rest.join('/') })
   }
   return [...byRelease.entries()]
     .map(([key, { ref, reads }]): PlannedRelease => {
       const spec = specs.get(key)
+      const chart = charts.get(key)
       const sources = [...reads.values()].sort((a, b) => compareText(a.id, b.id))
-      return { ...ref, sources, ...(spec === undefined ? {} : { spec }) }
+      return { ...ref, sources, ...(spec === undefined ? {} : { spec }), ...(chart === undefined ? {} : { chart }) }
     })
     .sort(byReleaseKey)
 }

@@ -96,7 +96,7 @@ export function retarget(plan: Plan, releases: readonly ReleaseManifest[]): Plan
   return { ...next, releases: keptReleases(next.releases, plan.releases), ...(plan.notes === undefined ? {} : { notes: plan.notes }) }
 }
 
-/** The entries rebuilt from the sources keep what the plan knew of them: spec changes, where each read was edited. */
+/** The entries rebuilt from the sources keep what the plan knew of them: spec and chart changes, where each read was edited. */
 function keptReleases(rebuilt: readonly PlannedRelease[], before: readonly PlannedRelease[]): PlannedRelease[] {
   const known = new Map(before.map((r) => [releaseKey(r), r]))
   const merged = rebuilt.map((r): PlannedRelease => {
@@ -104,7 +104,12 @@ function keptReleases(rebuilt: readonly PlannedRelease[], before: readonly Plann
     known.delete(releaseKey(r))
     if (previous === undefined) return r
     const sources = r.sources.map((s) => previous.sources.find((p) => p.id === s.id) ?? s)
-    return { ...r, sources, ...(previous.spec === undefined ? {} : { spec: previous.spec }) }
+    return {
+      ...r,
+      sources,
+      ...(previous.spec === undefined ? {} : { spec: previous.spec }),
+      ...(previous.chart === undefined ? {} : { chart: previous.chart }),
+    }
   })
   return [...merged, ...known.values()].sort(byReleaseKey)
 }

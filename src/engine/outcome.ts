@@ -21,6 +21,8 @@ export interface Triggered {
   readonly before: HelmRelease
   /** The requestedAt token sent; undefined when not patched: helm-controller acts on the new generation. */
   readonly token: string | undefined
+  /** The chart's new artifact (its chart source changed): done only once helm-controller has attempted this OCI digest. */
+  readonly chartDigest?: string
   readonly force: boolean
   readonly reset: boolean
   readonly startedAt: number
@@ -75,7 +77,11 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
     }
   }
   const message =
-    t.token === undefined ? `new generation ${live.generation} reconciled; no new Helm revision` : 'reconciled; values unchanged, no new Helm revision'
+    t.token !== undefined
+      ? 'reconciled; values unchanged, no new Helm revision'
+      : t.chartDigest !== undefined
+        ? 'new chart artifact reconciled; chart and values unchanged, no new Helm revision'
+        : `new generation ${live.generation} reconciled; no new Helm revision`
   return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message, severity: 'none' }
 }
 
@@ -83,6 +89,7 @@ function handled(t: Triggered, live: HelmRelease): boolean {
   const s = live.status
   // A release whose spec changed is judged on its new generation, once the cluster holds it.
   if (t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)) return false
+  if (t.chartDigest !== undefined && live.status.lastAttemptedRevisionDigest !== t.chartDigest) return false
   if (t.token !== undefined) {
     if (s.lastHandledReconcileAt !== t.token) return false
     if (t.force && s.lastHandledForceAt !== t.token) return false
@@ -114,11 +121,13 @@ export function lastSeen(t: Triggered, live: HelmRelease | undefined): string {
   const handledNote =
     t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)
       ? `new spec not applied yet (${t.planned.spec.fields.join(', ')})`
-      : t.token === undefined
-        ? `generation ${live.generation}, observed ${live.status.observedGeneration}`
-        : live.status.lastHandledReconcileAt === t.token
-          ? 'token handled'
-          : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
+      : t.chartDigest !== undefined && live.status.lastAttemptedRevisionDigest !== t.chartDigest
+        ? `chart ${t.chartDigest.slice(0, 19)} not attempted yet (last attempted ${live.status.lastAttemptedRevisionDigest.slice(0, 19) || 'none'})`
+        : t.token === undefined
+          ? `generation ${live.generation}, observed ${live.status.observedGeneration}`
+          : live.status.lastHandledReconcileAt === t.token
+            ? 'token handled'
+            : `lastHandledReconcileAt=${live.status.lastHandledReconcileAt || 'none'} (waiting for ${t.token})`
   const readyNote =
     ready === undefined ? 'no Ready condition' : `Ready=${ready.status}${ready.reason ? ` ${ready.reason}` : ''}${ready.message ? `: ${ready.message}` : ''}`
   return `${handledNote}; ${readyNote}${reconciling?.status === 'True' ? `; Reconciling: ${reconciling.message}` : ''}`

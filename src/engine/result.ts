@@ -39,6 +39,10 @@ export const Reason = {
   SpecChanged: 'SpecChanged',
   /** Its new spec never reached the cluster: not patched, so no upgrade runs on half the commit. */
   SpecNotApplied: 'SpecNotApplied',
+  /** The OCIRepository its chartRef names changed: helm-controller upgrades it on the new artifact, no patch needed. */
+  ChartChanged: 'ChartChanged',
+  /** source-controller could not fetch the chart the commit names (a missing tag, a registry refusing). */
+  ChartNotFetched: 'ChartNotFetched',
   // Recover's decision.
   NotTransient: 'NotTransient',
   BudgetExhausted: 'BudgetExhausted',
@@ -85,6 +89,8 @@ export interface ReleaseResult extends ReleaseRef {
   readonly sources: readonly { readonly id: SourceId; readonly digest?: Digest; readonly origin?: Origin }[]
   /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */
   readonly spec?: { readonly fields: readonly string[]; readonly origin: Origin }
+  /** The chart source its chartRef names changed in the range: which one, its changed fields and file:line, and the artifact fetched. */
+  readonly chart?: { readonly source: string; readonly fields: readonly string[]; readonly origin: Origin; readonly revision?: string }
   readonly status: Status
   /** Short constant: why (NotFound, Suspended, UpToDate, SourceNotApplied, Forbidden, or helm-controller's UpgradeFailed…). */
   readonly reason: Reason

@@ -20,7 +20,8 @@ import {
   type ObservableMiddleware,
   type RequestContext,
 } from '@kubernetes/client-node'
-import type { LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
+import type { ChartSourceRef, LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
+import { OCIREPOSITORY, toChartSource, type ChartSource } from '../core/chart-source.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
 import { paginate, type Page } from './paginate.ts'
 import { classify, orUndefined, type Request } from './api-error.ts'
@@ -83,6 +84,8 @@ export interface ClusterClient {
   createSecret(secret: NewSecret): Promise<void>
   /** status.lastAppliedRevision of a Flux Kustomization; undefined when it does not exist. */
   getKustomizationRevision(namespace: string, name: string): Promise<string | undefined>
+  /** An OCIRepository a release's spec.chartRef names; undefined when absent. */
+  getChartSource(ref: ChartSourceRef): Promise<ChartSource | undefined>
   recordEvent(event: ReleaseEvent, options: WriteOptions): Promise<void>
   /**
    * Watches the releases of a namespace from their current state (a watch without
@@ -246,6 +249,12 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       return typeof status === 'object' && status !== null && 'lastAppliedRevision' in status && typeof status.lastAppliedRevision === 'string'
         ? status.lastAppliedRevision
         : undefined
+    },
+
+    getChartSource: (ref) => {
+      const request: Request = { verb: 'get', resource: OCIREPOSITORY.plural, group: OCIREPOSITORY.group, namespace: ref.namespace, name: ref.name }
+      const gvr = { group: OCIREPOSITORY.group, version: OCIREPOSITORY.version, plural: OCIREPOSITORY.plural }
+      return orUndefined(call(request, (o) => custom.getNamespacedCustomObject({ ...gvr, namespace: ref.namespace, name: ref.name }, o)).then(toChartSource))
     },
 
     async recordEvent(event, o2) {

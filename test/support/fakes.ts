@@ -8,7 +8,8 @@ import type { ClusterClient, LiveSource, NewSecret, ReleaseEvent, ReleasePatch, 
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
-import type { FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
+import type { ChartSourceRef, FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
+import { toChartSource, type ChartSource } from '../../src/core/chart-source.ts'
 import type { Clock } from '../../src/engine/ports.ts'
 
 /** An in-memory commit history: each commit is a full snapshot of path → text. */
@@ -221,6 +222,14 @@ export class FakeCluster implements ClusterClient {
 
   async getKustomizationRevision(): Promise<string | undefined> {
     return undefined
+  }
+
+  /** OCIRepositories as the API returns them, by "<namespace>/<name>". */
+  readonly chartSources = new Map<string, Record<string, unknown>>()
+
+  async getChartSource(ref: ChartSourceRef): Promise<ChartSource | undefined> {
+    const object = this.chartSources.get(`${ref.namespace}/${ref.name}`)
+    return object === undefined ? undefined : toChartSource(object)
   }
 
   async recordEvent(event: ReleaseEvent): Promise<void> {

@@ -50,6 +50,8 @@ export interface ReleaseSpec {
   readonly namespace?: string
   readonly valuesFrom?: readonly Readonly<Record<string, unknown>>[]
   readonly version?: string
+  /** The chart from an OCIRepository (or HelmChart) instead of a `chart` template. */
+  readonly chartRef?: Readonly<{ kind: string; name: string; namespace?: string }>
   readonly values?: Readonly<Record<string, unknown>>
   readonly labels?: Readonly<Record<string, string>>
   readonly origin?: Provenance
@@ -69,7 +71,9 @@ export function release(spec: ReleaseSpec): RenderedObject {
       metadata: { name: spec.name, namespace, ...(spec.labels ? { labels: spec.labels } : {}) },
       spec: {
         interval: '10m',
-        chart: { spec: { chart: spec.name, version: spec.version ?? '1.0.0', sourceRef: { kind: 'HelmRepository', name: 'charts' } } },
+        ...(spec.chartRef
+          ? { chartRef: spec.chartRef }
+          : { chart: { spec: { chart: spec.name, version: spec.version ?? '1.0.0', sourceRef: { kind: 'HelmRepository', name: 'charts' } } } }),
         ...(spec.valuesFrom ? { valuesFrom: spec.valuesFrom } : {}),
         ...(spec.values ? { values: spec.values } : {}),
       },
@@ -87,3 +91,41 @@ export const repo = (objects: readonly RenderedObject[], extra: Partial<Rendered
   kustomizations: ['flux-system/apps'],
   ...extra,
 })
+
+export interface OciRepositorySpec {
+  readonly name: string
+  readonly namespace?: string
+  readonly tag: string
+  readonly interval?: string
+  readonly suspend?: boolean
+  readonly origin?: Provenance
+  readonly specOrigins?: Readonly<Record<string, Provenance>>
+  readonly kustomization?: string
+}
+
+/** A rendered OCIRepository holding a chart (`layerSelector` as `flux create source oci` writes for Helm). */
+export function ociRepository(spec: OciRepositorySpec): RenderedObject {
+  const namespace = spec.namespace ?? 'apps'
+  return {
+    apiVersion: 'source.toolkit.fluxcd.io/v1',
+    kind: 'OCIRepository',
+    namespace,
+    name: spec.name,
+    object: {
+      apiVersion: 'source.toolkit.fluxcd.io/v1',
+      kind: 'OCIRepository',
+      metadata: { name: spec.name, namespace },
+      spec: {
+        interval: spec.interval ?? '10m',
+        url: `oci://registry.example/charts/${spec.name}`,
+        ref: { tag: spec.tag },
+        layerSelector: { mediaType: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip', operation: 'copy' },
+        ...(spec.suspend === undefined ? {} : { suspend: spec.suspend }),
+      },
+    },
+    origin: spec.origin ?? { file: `apps/${spec.name}/repository.yaml`, line: 1 },
+    keyOrigins: {},
+    ...(spec.specOrigins === undefined ? {} : { specOrigins: spec.specOrigins }),
+    kustomization: spec.kustomization ?? 'flux-system/apps',
+  }
+}

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { changedFields, planRendered, renderedReleaseKeys, specHolds } from '../../../src/core/plan-rendered.ts'
 import type { Provenance, RenderedObject, RenderedRepository } from '../../../src/core/rendered.ts'
 import type { Plan } from '../../../src/core/model.ts'
-import { release, renderedSource as source, repo, type ReleaseSpec, type SourceSpec } from '../../../test/support/rendered.ts'
+import { ociRepository, release, renderedSource as source, repo, type ReleaseSpec, type SourceSpec } from '../../../test/support/rendered.ts'
 
 const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true }
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
@@ -278,6 +278,69 @@ describe('planRendered: hash-suffixed names and spec changes', () => {
 
   it('renderedReleaseKeys names the head releases', () => {
     expect([...renderedReleaseKeys(repo([reader('a'), generated('a', 'x')]))]).toEqual(['apps/a'])
+  })
+})
+
+describe('planRendered: chart sources', () => {
+  const chartRef = { kind: 'OCIRepository', name: 'demo' }
+  const oci = (tag: string, more: Partial<Parameters<typeof ociRepository>[0]> = {}): RenderedObject => ociRepository({ name: 'demo', tag, ...more })
+  const tagLine = { '["ref","tag"]': { file: 'apps/demo/repository.yaml', line: 9 } }
+
+  it('a tag bump of an OCIRepository plans each release whose chartRef names it, at the edited line, with nothing to patch', () => {
+    const p = plan(
+      [oci('0.1.0'), reader('app', { chartRef }), reader('other')],
+      [oci('0.2.0', { specOrigins: tagLine }), reader('app', { chartRef }), reader('other')],
+    )
+    expect(p.sources).toEqual([])
+    expect(p.releases).toEqual([
+      {
+        namespace: 'apps',
+        name: 'app',
+        sources: [],
+        chart: {
+          kind: 'OCIRepository',
+          namespace: 'apps',
+          name: 'demo',
+          origin: { file: 'apps/demo/repository.yaml', line: 9 },
+          fields: ['spec.ref.tag'],
+          expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
+        },
+      },
+    ])
+  })
+
+  it('chartRef.namespace names a repository in another namespace; a release reading its namesake elsewhere is not planned', () => {
+    const shared = (tag: string) => oci(tag, { namespace: 'charts' })
+    const p = plan(
+      [shared('1'), reader('remote', { chartRef: { ...chartRef, namespace: 'charts' } }), reader('local', { chartRef })],
+      [shared('2'), reader('remote', { chartRef: { ...chartRef, namespace: 'charts' } }), reader('local', { chartRef })],
+    )
+    expect(p.releases.map((r) => [r.name, r.chart?.namespace])).toEqual([['remote', 'charts']])
+  })
+
+  it('a chart bump and a values change in one commit are one entry holding both', () => {
+    const p = plan([oci('0.1.0'), generated('app', 'a: 1'), reader('app', { chartRef })], [oci('0.2.0'), generated('app', 'a: 2'), reader('app', { chartRef })])
+    expect(p.releases).toHaveLength(1)
+    expect(p.releases[0]?.sources.map((s) => s.id)).toEqual(['ConfigMap/apps/app-values'])
+    expect(p.releases[0]?.chart?.fields).toEqual(['spec.ref.tag'])
+  })
+
+  it('an interval change fetches no other chart; a new repository is reached only through a spec change; full sync plans none', () => {
+    expect(plan([oci('1'), reader('app', { chartRef })], [oci('1', { interval: '1m' }), reader('app', { chartRef })]).releases).toEqual([])
+    expect(plan([reader('app', { chartRef })], [oci('1'), reader('app', { chartRef })]).releases).toEqual([])
+    expect(plan([oci('1'), reader('app', { chartRef })], [oci('2'), reader('app', { chartRef })], { fullSync: true }).releases).toEqual([])
+  })
+
+  it('a suspended repository or Kustomization is planned without a wait, and a note says why', () => {
+    const suspended = plan([oci('1'), reader('app', { chartRef })], [oci('2', { suspend: true }), reader('app', { chartRef })])
+    expect(suspended.releases).toEqual([])
+    expect(suspended.notes).toEqual([
+      'OCIRepository/apps/demo changed but is suspended (spec.suspend: true): source-controller fetches nothing until it is resumed, so it is planned without a wait',
+    ])
+    const held = { kustomization: 'flux-system/held' }
+    const p = plan([oci('1', held), reader('app', { chartRef })], [oci('2', held), reader('app', { chartRef })], { head: { suspended: ['flux-system/held'] } })
+    expect(p.releases).toEqual([])
+    expect(p.notes?.[0]).toContain('so OCIRepository/apps/demo is planned without a trigger or a wait')
   })
 })
 

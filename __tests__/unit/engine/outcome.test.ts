@@ -352,6 +352,9 @@ class ScriptedCluster implements ClusterClient {
   getKustomizationRevision(): never {
     throw new Error('not used by the outcome waiter')
   }
+  getChartSource(): never {
+    throw new Error('not used by the outcome waiter')
+  }
   createSecret(): never {
     throw new Error('not used by the outcome waiter')
   }
@@ -581,5 +584,40 @@ describe('assess: a release whose spec changed, not patched', () => {
     expect(assess(both, withSpec('1.0.0', handled({ history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toBeUndefined()
     expect(assess(both, withSpec('2.0.0', { ready: ['True'], history: [DEPLOYED_2, SUPERSEDED_1] }), 5_000)).toBeUndefined()
     expect(assess(both, withSpec('2.0.0', handled({ history: [DEPLOYED_2, SUPERSEDED_1] })), 5_000)).toMatchObject({ status: Status.Upgraded })
+  })
+})
+
+describe('assess: a release whose chart source changed, not patched', () => {
+  const NEW = `sha256:${'b'.repeat(64)}`
+  const OLD = `sha256:${'c'.repeat(64)}`
+  const chart = {
+    kind: 'OCIRepository' as const,
+    namespace: 'apps',
+    name: 'demo',
+    origin: { file: 'apps/demo/repository.yaml', line: 9 },
+    fields: ['spec.ref.tag'],
+    expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
+  }
+  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [], chart }
+  const before = hr({ ready: ['True', 'UpgradeSucceeded'] })
+  const waitFor: Triggered = { planned, release: before, before, token: undefined, chartDigest: NEW, force: false, reset: false, startedAt: 1_000 }
+  const attempted = (digest: string, s: ReleaseState): HelmRelease => {
+    const live = hr(s)
+    return { ...live, status: { ...live.status, lastAttemptedRevisionDigest: digest } }
+  }
+
+  it('waits until helm-controller has attempted the new artifact, however Ready the release is', () => {
+    expect(assess(waitFor, attempted(OLD, { ready: ['True', 'UpgradeSucceeded'] }), 5_000)).toBeUndefined()
+    expect(lastSeen(waitFor, attempted(OLD, { ready: ['True'] }))).toContain(`chart ${NEW.slice(0, 19)} not attempted yet (last attempted ${OLD.slice(0, 19)})`)
+    expect(assess(waitFor, attempted(NEW, { ready: ['True'], reconciling: ['True', 'Running upgrade'] }), 5_000)).toBeUndefined()
+  })
+
+  it('is done once it has: upgraded, failed with the new chart, or the same release', () => {
+    const upgraded = assess(waitFor, attempted(NEW, { ready: ['True', 'UpgradeSucceeded', 'upgraded'], history: [DEPLOYED_2, SUPERSEDED_1] }), 5_000)
+    expect(upgraded).toMatchObject({ status: Status.Upgraded, revisionBefore: 1, revisionAfter: 2 })
+    const failed = assess(waitFor, attempted(NEW, { ready: ['False', 'UpgradeFailed', 'values don’t meet the specifications of the schema'] }), 5_000)
+    expect(failed).toMatchObject({ status: Status.Failed, reason: 'UpgradeFailed' })
+    const same = assess(waitFor, attempted(NEW, { ready: ['True', 'ReconciliationSucceeded'] }), 5_000)
+    expect(same).toMatchObject({ status: Status.Unchanged, message: 'new chart artifact reconciled; chart and values unchanged, no new Helm revision' })
   })
 })

@@ -17,13 +17,15 @@ import type {
   PlannedTarget,
   SourceId,
   SpecChange,
+  ChartChange,
 } from '../../core/model.ts'
 import type { PlanOptions } from '../../core/plan.ts'
 import type { Range } from '../../git/range.ts'
 import type { ClusterTarget } from './clusters.ts'
 
 // 2: rendered parts (where each key was edited, renamed generated sources, releases whose spec changed).
-export const PLAN_FILE_VERSION = 2
+// 3: releases whose chart source (an OCIRepository) changed.
+export const PLAN_FILE_VERSION = 3
 const PLAN_FILE_KIND = 'helmrelease-trigger/fleet-plan'
 
 export interface ClusterPlan extends ClusterTarget {
@@ -280,6 +282,7 @@ function readRelease(value: unknown, r: Reader): PlannedRelease {
         }
       }),
     ...(p['spec'] === undefined ? {} : { spec: readSpec(p['spec'], r.in('spec')) }),
+    ...(p['chart'] === undefined ? {} : { chart: readChart(p['chart'], r.in('chart')) }),
   }
 }
 
@@ -288,20 +291,34 @@ function readSpec(value: unknown, r: Reader): SpecChange {
   const s = r.record(value)
   const change = s['change']
   if (change !== 'added' && change !== 'modified') throw r.in('change').bad('added or modified')
+  return { change, origin: readOrigin(s['origin'], r.in('origin')), fields: r.in('fields').strings(s['fields']), expect: readExpect(s['expect'], r) }
+}
+
+/** A release whose chart source changed: the OCIRepository and what its live spec must hold. */
+function readChart(value: unknown, r: Reader): ChartChange {
+  const c = r.record(value)
+  if (c['kind'] !== 'OCIRepository') throw r.in('kind').bad('OCIRepository')
   return {
-    change,
-    origin: readOrigin(s['origin'], r.in('origin')),
-    fields: r.in('fields').strings(s['fields']),
-    expect: r
-      .in('expect')
-      .list(s['expect'])
-      .map((e, i): FieldValue => {
-        const er = r.in(`expect[${i}]`)
-        const entry = er.record(e)
-        // A removed field is written without `value` (JSON has no undefined).
-        return { path: er.in('path').strings(entry['path']), value: entry['value'] }
-      }),
+    kind: c['kind'],
+    namespace: r.in('namespace').string(c['namespace']),
+    name: r.in('name').string(c['name']),
+    origin: readOrigin(c['origin'], r.in('origin')),
+    fields: r.in('fields').strings(c['fields']),
+    expect: readExpect(c['expect'], r),
   }
+}
+
+/** `expect` of a spec or chart change (`r` reads the change). */
+function readExpect(value: unknown, r: Reader): FieldValue[] {
+  return r
+    .in('expect')
+    .list(value)
+    .map((e, i): FieldValue => {
+      const er = r.in(`expect[${i}]`)
+      const entry = er.record(e)
+      // A removed field is written without `value` (JSON has no undefined).
+      return { path: er.in('path').strings(entry['path']), value: entry['value'] }
+    })
 }
 
 function readProblem(value: unknown, r: Reader): FileProblem {

@@ -6,7 +6,8 @@ import { mapLimit } from '../../lib/concurrency.ts'
 import { appliedObjectOf, appliedSource, type AppliedSource } from '../../core/applied-source.ts'
 import { tokenSequence } from '../../engine/tokens.ts'
 import { SkipReason, type TriggerOptions } from './action.ts'
-import { sourceRefOf, triggerRelease, type TriggerScope } from './release.ts'
+import { sourceRefOf, triggerRelease, type TriggerOutcome, type TriggerScope } from './release.ts'
+import { chartFetcher, type ChartFetcher } from './chart-fetch.ts'
 import { isSecretId, keyedReads, liveDigest, recordedDigestOf, shownDigest, type DigestKey, type SecretDigests } from '../../core/digest.ts'
 import { DIGEST_KEY_SECRET, loadDigestKey } from '../../kube/digest-key.ts'
 import { eventRecorder, type Clock, type EventSink, type Logger } from '../../engine/ports.ts'
@@ -18,7 +19,17 @@ import { ConflictError, ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, LiveSource, ReleaseEvent } from '../../kube/cluster.ts'
 import { sourceChanges, type SourceChanges } from './source-changes.ts'
 import { toHelmRelease, toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
-import { byReleaseKey, releaseKey, type Digest, type HeadFile, type Plan, type PlannedRelease, type PlannedSource, type SourceId } from '../../core/model.ts'
+import {
+  byReleaseKey,
+  chartSourceId,
+  releaseKey,
+  type Digest,
+  type HeadFile,
+  type Plan,
+  type PlannedRelease,
+  type PlannedSource,
+  type SourceId,
+} from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
@@ -123,7 +134,7 @@ export function rangeOf(settings: TriggerRunOptions, context: RunContext, git: G
 export function planReport(prepared: PreparedPlan, settings: TriggerRunOptions, why: string): TriggerReport {
   const { range, plan } = prepared
   const notes = [...range.notes, ...(plan.notes ?? [])]
-  return { range, plan, planOnly: why, dryRun: settings.dryRun, notes, problems: plan.problems, sources: [], results: withSpecs(planned(plan), plan) }
+  return { range, plan, planOnly: why, dryRun: settings.dryRun, notes, problems: plan.problems, sources: [], results: withChanges(planned(plan), plan) }
 }
 
 export async function runTrigger(settings: TriggerRunOptions, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
@@ -143,9 +154,9 @@ export async function executePlan(
   const base = { range, dryRun: settings.dryRun, notes: [...range.notes, ...(plan.notes ?? [])], problems: plan.problems }
 
   const planOnly = context.refused
-  const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined)
+  const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined || r.chart !== undefined)
   if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
-  if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [], results: [] }
+  if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap, Secret or chart source that triggers a release changed', sources: [], results: [] }
 
   const cluster = await deps.connect()
   if (settings.discover) {
@@ -167,9 +178,9 @@ export async function executePlan(
   const sources = await applySources(cluster, plan, manifestsOf(prepared, settings), range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
   if (digestKey !== undefined) plan = await keySecretReads(cluster, plan, digestKey, settings)
-  // Releases whose spec alone changed are not patched: helm-controller acts on their new generation.
+  // Releases whose spec or chart alone changed are not patched: helm-controller acts on the new generation or artifact.
   const toPatch = plan.releases.filter((r) => r.sources.length > 0)
-  const ready = toPatch.filter((r) => r.spec === undefined && !r.sources.some((s) => unapplied.has(s.id)))
+  const ready = toPatch.filter((r) => r.spec === undefined && r.chart === undefined && !r.sources.some((s) => unapplied.has(s.id)))
   const observed = await observeReleases(cluster, ready, settings.maxConcurrency)
   const observedDigests = observed.size > 0 && (settings.waitForApply || settings.apply) ? await sourceDigests(cluster, ready, settings, digestKey) : undefined
   // Events are a record, not the trigger: queued, and written once every patch is sent, while helm-controller works.
@@ -194,14 +205,20 @@ export async function executePlan(
     ...(observedDigests === undefined ? {} : { observedDigests }),
     deadline: deps.clock.now() + settings.timeoutMs,
   }
-  const outcomes = await mapLimit(toPatch, settings.maxConcurrency, async (release) => {
+  const chartFetch = chartFetcher(cluster, deadline, deps)
+  const outcomes = await mapLimit(toPatch, settings.maxConcurrency, async (release): Promise<TriggerOutcome> => {
     // Spec and sources changed together: patch once the cluster holds both, so no upgrade runs on half the commit.
     const specMissing = release.spec !== undefined && settings.waitForApply ? await waitForSpec(cluster, release, deadline, deps) : undefined
-    return specMissing !== undefined ? { kind: 'settled' as const, result: specMissing } : triggerRelease(release, scope)
+    if (specMissing !== undefined) return { kind: 'settled', result: specMissing }
+    // Chart and values changed together: patch once source-controller holds the new chart as well.
+    const chart = release.chart === undefined || settings.dryRun ? undefined : await chartFetch.fetch({ ...release, chart: release.chart })
+    if (chart?.kind === 'settled') return chart
+    const outcome = await triggerRelease(release, scope)
+    return chart === undefined || outcome.kind === 'settled' ? outcome : { ...outcome, triggered: { ...outcome.triggered, chartDigest: chart.digest } }
   })
 
   const triggered = outcomes.flatMap((o) => (o.kind === 'triggered' ? [o.triggered] : []))
-  const awaiting = awaitSpecChanges(plan, baseline, settings, deps.clock.now())
+  const awaiting = await awaitChartFetches(awaitSpecChanges(plan, baseline, settings, deps.clock.now()), chartFetch)
   const settled = [...outcomes.flatMap((o) => (o.kind === 'settled' ? [o.result] : [])), ...awaiting.settled]
   const recorder = eventRecorder(cluster, deps.log)
   const recorded = mapLimit(events, settings.maxConcurrency, (event) => recorder.record(event))
@@ -213,7 +230,7 @@ export async function executePlan(
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
-  const results = withSpecs([...settled, ...waited], plan)
+  const results = withChanges([...settled, ...waited], plan, chartFetch.revisions())
     .map(withoutSecretDigests)
     .sort(byReleaseKey)
   return { ...base, plan, planOnly: undefined, sources, results }
@@ -264,12 +281,19 @@ async function keySecretReads(cluster: ClusterClient, plan: Plan, key: DigestKey
   return { ...plan, releases: plan.releases.map((r) => ({ ...r, sources: keyedReads(r.sources, digestsOf, key) })) }
 }
 
-/** Each result of a release whose spec changed says which fields, and where. */
-function withSpecs(results: readonly ReleaseResult[], plan: Plan): ReleaseResult[] {
-  const specs = new Map(plan.releases.flatMap((r) => (r.spec === undefined ? [] : [[releaseKey(r), r.spec] as const])))
+/** Each result of a release whose spec or chart source changed says which fields, where, and the chart fetched. */
+function withChanges(results: readonly ReleaseResult[], plan: Plan, revisions: ReadonlyMap<string, string> = new Map()): ReleaseResult[] {
+  const planned = new Map(plan.releases.map((r) => [releaseKey(r), r]))
   return results.map((r) => {
-    const spec = specs.get(releaseKey(r))
-    return spec === undefined ? r : { ...r, spec: { fields: spec.fields, origin: spec.origin } }
+    const { spec, chart } = planned.get(releaseKey(r)) ?? {}
+    const revision = chart === undefined ? undefined : revisions.get(chartSourceId(chart))
+    return {
+      ...r,
+      ...(spec === undefined ? {} : { spec: { fields: spec.fields, origin: spec.origin } }),
+      ...(chart === undefined
+        ? {}
+        : { chart: { source: chartSourceId(chart), fields: chart.fields, origin: chart.origin, ...(revision === undefined ? {} : { revision }) } }),
+    }
   })
 }
 
@@ -286,15 +310,17 @@ function awaitSpecChanges(
   const waits: Triggered[] = []
   const settled: ReleaseResult[] = []
   for (const planned of plan.releases) {
-    if (planned.sources.length > 0 || planned.spec === undefined) continue
+    if (planned.sources.length > 0 || (planned.spec === undefined && planned.chart === undefined)) continue
     const live = baseline.get(releaseKey(planned))
     const settle = (status: Status, reason: Reason, message: string, severity: ReleaseResult['severity']): void =>
       void settled.push({ namespace: planned.namespace, name: planned.name, sources: [], status, reason, message, durationMs: 0, severity })
+    const what = planned.spec === undefined ? 'its chart source changed' : 'its spec changed'
     if (!settings.wait || settings.dryRun) {
-      settle(Status.Skipped, Reason.SpecChanged, 'its spec changed: helm-controller upgrades it on the new generation; outcome not awaited', 'none')
+      const message = `${what}: helm-controller upgrades it on the new ${planned.spec === undefined ? 'artifact' : 'generation'}; outcome not awaited`
+      settle(Status.Skipped, planned.spec === undefined ? Reason.ChartChanged : Reason.SpecChanged, message, 'none')
     } else if (live?.suspend === true) {
-      settle(Status.Skipped, SkipReason.Suspended, 'its spec changed, but spec.suspend is true: helm-controller will not act on it', 'none')
-    } else if (live === undefined && planned.spec.change === 'modified') {
+      settle(Status.Skipped, SkipReason.Suspended, `${what}, but spec.suspend is true: helm-controller will not act on it`, 'none')
+    } else if (live === undefined && planned.spec?.change !== 'added') {
       settle(Status.Skipped, SkipReason.NotFound, `HelmRelease ${releaseKey(planned)} does not exist in the cluster`, 'warning')
     } else {
       // A release the commit adds may not be applied yet: waited for from nothing.
@@ -303,6 +329,23 @@ function awaitSpecChanges(
     }
   }
   return { waits, settled }
+}
+
+/** The waits of releases whose chart source changed, once source-controller has fetched the new chart (settled when it could not). */
+async function awaitChartFetches(
+  awaiting: { readonly waits: Triggered[]; readonly settled: ReleaseResult[] },
+  chartFetch: ChartFetcher,
+): Promise<{ readonly waits: Triggered[]; readonly settled: ReleaseResult[] }> {
+  const fetched = await Promise.all(
+    awaiting.waits.map(async (t) => {
+      const chart = t.planned.chart
+      return chart === undefined ? { kind: 'waiting' as const, t } : { kind: 'fetched' as const, t, fetch: await chartFetch.fetch({ ...t.planned, chart }) }
+    }),
+  )
+  return {
+    waits: fetched.flatMap((f) => (f.kind === 'waiting' ? [f.t] : f.fetch.kind === 'fetched' ? [{ ...f.t, chartDigest: f.fetch.digest }] : [])),
+    settled: [...awaiting.settled, ...fetched.flatMap((f) => (f.kind === 'fetched' && f.fetch.kind === 'settled' ? [f.fetch.result] : []))],
+  }
 }
 
 /** Polls the release until the cluster holds its planned spec; a failed result when it never does. */

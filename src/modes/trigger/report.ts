@@ -4,7 +4,7 @@
 import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
 import type { FileProblem, Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
-import { releaseKey } from '../../core/model.ts'
+import { chartSourceId, releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
 import { FAILED, Status, type Reason, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
 import type { FailOn } from '../../settings.ts'
@@ -33,6 +33,8 @@ export interface OutputEntry extends ReleaseRef {
   readonly message?: string
   readonly revisionBefore?: number
   readonly revisionAfter?: number
+  /** Its chart source changed: which one and the artifact revision source-controller fetched. */
+  readonly chart?: { readonly source: string; readonly revision?: string }
 }
 
 export interface Outputs {
@@ -53,6 +55,7 @@ export function outputsOf(report: TriggerReport): Outputs {
     message: r.message,
     ...(r.revisionBefore === undefined ? {} : { revisionBefore: r.revisionBefore }),
     ...(r.revisionAfter === undefined ? {} : { revisionAfter: r.revisionAfter }),
+    ...(r.chart === undefined ? {} : { chart: { source: r.chart.source, ...(r.chart.revision === undefined ? {} : { revision: r.chart.revision }) } }),
   })
   return {
     triggered: report.results.filter((r) => TRIGGERED.has(r.status)).map(entry),
@@ -90,6 +93,9 @@ function planJson(report: TriggerReport, range: Range): unknown {
         ...(s.origin === undefined ? {} : { file: s.origin.file, line: s.origin.line }),
       })),
       ...(r.spec === undefined ? {} : { spec: { change: r.spec.change, fields: r.spec.fields, file: r.spec.origin.file, line: r.spec.origin.line } }),
+      ...(r.chart === undefined
+        ? {}
+        : { chart: { source: chartSourceId(r.chart), fields: r.chart.fields, file: r.chart.origin.file, line: r.chart.origin.line } }),
     })),
     problems: report.problems,
   }
@@ -177,16 +183,23 @@ export function valueChanges(sources: readonly PlannedSource[]): string[] {
   return ['### Values changed', '', '| Source | Key | Change | Before | After |', '| --- | --- | --- | --- | --- |', ...rows]
 }
 
-/** Releases whose own spec changed: helm-controller upgrades them on the new generation; the run waits for them. */
+/**
+ * Releases whose own spec or chart source changed: helm-controller upgrades them on the new
+ * generation or artifact; the run waits for them.
+ */
 function specTable(releases: readonly PlannedRelease[]): string[] {
-  const changed = releases.flatMap((r) => (r.spec === undefined ? [] : [{ r, spec: r.spec }]))
-  if (changed.length === 0) return []
-  return [
-    '',
-    '| HelmRelease | Spec | Fields | File |',
-    '| --- | --- | --- | --- |',
-    ...changed.map(({ r, spec }) => `| ${code(releaseKey(r))} | ${spec.change} | ${spec.fields.map((f) => code(f)).join(', ')} | ${code(at(spec.origin))} |`),
-  ]
+  const rows = releases.flatMap((r) => [
+    ...(r.spec === undefined ? [] : [`| ${code(releaseKey(r))} | spec ${r.spec.change} | ${fieldList(r.spec.fields)} | ${code(at(r.spec.origin))} |`]),
+    ...(r.chart === undefined
+      ? []
+      : [`| ${code(releaseKey(r))} | chart ${code(chartSourceId(r.chart))} | ${fieldList(r.chart.fields)} | ${code(at(r.chart.origin))} |`]),
+  ])
+  if (rows.length === 0) return []
+  return ['', '| HelmRelease | Change | Fields | File |', '| --- | --- | --- | --- |', ...rows]
+}
+
+function fieldList(fields: readonly string[]): string {
+  return fields.map((f) => code(f)).join(', ')
 }
 
 /** A digest cell: a ConfigMap's first 12 hex characters; for a Secret only that it changed. */
@@ -209,9 +222,12 @@ export function at(origin: Origin): string {
 /** A result row's first cell: the source (and where it was edited), or the release's own spec change. */
 function sourceCell(r: ReleaseResult, s: ReleaseResult['sources'][number] | undefined): string {
   if (s !== undefined) return `${code(s.id)}${s.origin === undefined ? '' : ` (${code(at(s.origin))})`}`
+  const changes = [
+    ...(r.spec === undefined ? [] : [`spec ${fieldList(r.spec.fields)} (${code(at(r.spec.origin))})`]),
+    ...(r.chart === undefined ? [] : [`chart ${code(r.chart.source)} ${fieldList(r.chart.fields)} (${code(at(r.chart.origin))})`]),
+  ]
   // Recovered releases have no source: one row each all the same.
-  if (r.spec === undefined) return '—'
-  return `spec ${r.spec.fields.map((f) => code(f)).join(', ')} (${code(at(r.spec.origin))})`
+  return changes.length === 0 ? '—' : changes.join('; ')
 }
 
 /** The per-release table: the job summary, the check run and the pull-request comment all show this one. */
@@ -247,6 +263,7 @@ export function textReport(report: TriggerReport): string {
   if (sourceRows.length > 0) out.push('', ...columns([header, ...sourceRows]))
   for (const r of report.plan.releases) {
     if (r.spec !== undefined) out.push(`spec ${r.spec.change}: ${releaseKey(r)} (${r.spec.fields.join(', ')}) at ${at(r.spec.origin)}`)
+    if (r.chart !== undefined) out.push(`chart changed: ${releaseKey(r)} (${chartSourceId(r.chart)} ${r.chart.fields.join(', ')}) at ${at(r.chart.origin)}`)
   }
   if (report.results.length > 0) {
     const rows = report.results.map((r) => [releaseKey(r), r.status, r.reason, revision(r), formatDuration(r.durationMs), r.message])

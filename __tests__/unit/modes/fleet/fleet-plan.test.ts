@@ -13,7 +13,7 @@ import { scopedPlanner } from '../../../../src/modes/fleet/fleet-planner.ts'
 import { clusterPaths } from '../../../../src/modes/fleet/scope.ts'
 import { planRendered } from '../../../../src/core/plan-rendered.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../../../../test/support/fleet-repo.ts'
-import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
+import { ociRepository, release, renderedSource, repo } from '../../../../test/support/rendered.ts'
 
 const bytes = (text: string) => ({ type: 'file' as const, bytes: new TextEncoder().encode(text) })
 
@@ -141,7 +141,7 @@ describe('the plan file', () => {
     expect(readPlanFile(writePlanFile(plan), 'plan.json')).toEqual(plan)
   })
 
-  it('reads back a rendered part whole: where each key was edited, renamed generated sources, spec changes and notes', () => {
+  it('reads back a rendered part whole: where each key was edited, renamed generated sources, spec and chart changes and notes', () => {
     const values = (name: string, text: string, extra: Record<string, string> = {}) =>
       renderedSource({
         name,
@@ -151,19 +151,36 @@ describe('the plan file', () => {
       })
     const web = (cm: string, version: string) => release({ name: 'web', version, valuesFrom: [{ kind: 'ConfigMap', name: cm }] })
     const api = (values: Record<string, unknown> | undefined) => release({ name: 'api', ...(values ? { values } : {}) })
+    const db = release({ name: 'db', chartRef: { kind: 'OCIRepository', name: 'db' } })
     const plan = planRendered({
-      base: repo([values('web-values-5tb6k2hm4f', 'a: 1\nb: 1\n'), web('web-values-5tb6k2hm4f', '1.0.0'), api({ replicas: 2, gone: true })]),
-      head: repo([values('web-values-c8h9b7t2g6', 'a: 1\nb: 2\n'), web('web-values-c8h9b7t2g6', '1.1.0'), api({ replicas: 3 })], {
-        notRendered: [{ kustomization: 'flux-system/remote', reason: 'it uses remote bases' }],
-      }),
+      base: repo([
+        values('web-values-5tb6k2hm4f', 'a: 1\nb: 1\n'),
+        web('web-values-5tb6k2hm4f', '1.0.0'),
+        api({ replicas: 2, gone: true }),
+        ociRepository({ name: 'db', tag: '1.0.0' }),
+        db,
+      ]),
+      head: repo(
+        [
+          values('web-values-c8h9b7t2g6', 'a: 1\nb: 2\n'),
+          web('web-values-c8h9b7t2g6', '1.1.0'),
+          api({ replicas: 3 }),
+          ociRepository({ name: 'db', tag: '1.1.0' }),
+          db,
+        ],
+        {
+          notRendered: [{ kustomization: 'flux-system/remote', reason: 'it uses remote bases' }],
+        },
+      ),
       fullSync: false,
       options: OPTIONS,
     })
     // What the rendered plan carries beyond a file-by-file one, so the round trip below covers it.
     expect(plan.sources[0]).toMatchObject({ renamedFrom: 'ConfigMap/apps/web-values-5tb6k2hm4f', edits: [{ key: 'values.yaml', line: 2 }] })
-    expect(plan.releases.map((r) => [r.name, r.spec?.fields, r.sources.map((s) => s.origin)])).toEqual([
-      ['api', ['spec.values.gone', 'spec.values.replicas'], []],
-      ['web', ['spec.chart.spec.version', 'spec.valuesFrom'], [{ file: 'apps/base/web/values.yaml', line: 2 }]],
+    expect(plan.releases.map((r) => [r.name, r.spec?.fields, r.chart?.fields, r.sources.map((s) => s.origin)])).toEqual([
+      ['api', ['spec.values.gone', 'spec.values.replicas'], undefined, []],
+      ['db', undefined, ['spec.ref.tag'], []],
+      ['web', ['spec.chart.spec.version', 'spec.valuesFrom'], undefined, [{ file: 'apps/base/web/values.yaml', line: 2 }]],
     ])
     expect(plan.notes).toHaveLength(1)
     const [target] = assignWaves([{ name: 'staging', root: 'clusters/staging' }], [])
@@ -172,7 +189,7 @@ describe('the plan file', () => {
       range: RANGE,
       options: OPTIONS,
       waves: 1,
-      clusters: [{ ...target, paths: ['clusters/staging/**'], plan, rendered: true, renderedReleases: ['apps/api', 'apps/web'] }],
+      clusters: [{ ...target, paths: ['clusters/staging/**'], plan, rendered: true, renderedReleases: ['apps/api', 'apps/db', 'apps/web'] }],
     }
     const read = readPlanFile(writePlanFile(fleet), 'plan.json')
     expect(read).toEqual(fleet)
@@ -188,7 +205,7 @@ describe('the plan file', () => {
       'fleet-plan.json: clusters[2].plan.releases[0].sources[0].digest must be a digest sha256:<64 hex>; the plan file is damaged, plan again.',
     )
     expect(() => readPlanFile(JSON.stringify({ ...json, version: 1 }), 'fleet-plan.json')).toThrow(
-      'fleet-plan.json is plan file version 1; this helmrelease-trigger reads version 2: plan and trigger with the same release.',
+      'fleet-plan.json is plan file version 1; this helmrelease-trigger reads version 3: plan and trigger with the same release.',
     )
     expect(() => readPlanFile('{', 'fleet-plan.json')).toThrow('fleet-plan.json is not JSON')
   })

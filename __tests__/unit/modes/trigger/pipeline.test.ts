@@ -6,7 +6,7 @@ import { runTrigger, type RunContext, type TriggerDeps } from '../../../../src/m
 import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
 import { ConflictError } from '../../../../src/kube/api-error.ts'
 import { triggerConfigMap } from '../../../../test/support/manifests.ts'
-import { release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
+import { ociRepository, release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
 import type { RenderRange } from '../../../../src/modes/trigger/pipeline.ts'
 import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
 import { clusterRefused } from '../../../../src/github/policy.ts'
@@ -311,6 +311,24 @@ describe('runTrigger', () => {
   })
 })
 
+/** Records what it is asked to wait for and answers each as upgraded. */
+function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
+  return {
+    wait: async (_cluster, triggered) => {
+      seen.push(...triggered)
+      return triggered.map((t) => ({
+        namespace: t.planned.namespace,
+        name: t.planned.name,
+        sources: t.planned.sources,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'ok',
+        durationMs: 0,
+        severity: 'none' as const,
+      }))
+    },
+  }
+}
 describe('runTrigger on a rendered repository', () => {
   // A commit the renderer turned into objects: the generated values ConfigMap of `app` changed
   // at apps/app/values.yaml:2; `other` reads another key of it; `db` bumped its chart.
@@ -329,25 +347,6 @@ describe('runTrigger on a rendered repository', () => {
       .addRelease('apps', 'other')
       .addRelease('apps', 'db', dbSpec('2.0.0'))
       .setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, values('2'))
-
-  /** Records what it is asked to wait for and answers each as upgraded. */
-  function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
-    return {
-      wait: async (_cluster, triggered) => {
-        seen.push(...triggered)
-        return triggered.map((t) => ({
-          namespace: t.planned.namespace,
-          name: t.planned.name,
-          sources: t.planned.sources,
-          status: Status.Upgraded,
-          reason: 'UpgradeSucceeded',
-          message: 'ok',
-          durationMs: 0,
-          severity: 'none' as const,
-        }))
-      },
-    }
-  }
 
   it('patches only the release whose read key changed, names the edited line in the Event, and waits for the spec change unpatched', async () => {
     const cluster = liveCluster()
@@ -411,5 +410,94 @@ describe('runTrigger on a rendered repository', () => {
     const none: RenderRange = async () => ({ base: repo([], { kustomizations: [] }), head: repo([], { kustomizations: [] }) })
     const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(files, cluster), render: none })
     expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Triggered]])
+  })
+})
+
+describe('runTrigger on a chart source change', () => {
+  // A commit that bumps the OCIRepository `demo` from 0.1.0 to 0.2.0 at apps/demo/repository.yaml:9;
+  // `app` names it through chartRef and, in `withValues`, reads a values ConfigMap changed alongside.
+  const chartRef = { kind: 'OCIRepository', name: 'demo' }
+  const values = (replicas: string) => ({ 'values.yaml': `replicas: ${replicas}\n` })
+  const cm = (replicas: string) => renderedSource({ name: 'app-values', data: values(replicas) })
+  const oci = (tag: string) => ociRepository({ name: 'demo', tag, specOrigins: { '["ref","tag"]': { file: 'apps/demo/repository.yaml', line: 9 } } })
+  const app = renderedRelease({ name: 'app', chartRef, valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
+  const chartOnly: RenderRange = async () => ({ base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('1'), app]) })
+  const withValues: RenderRange = async () => ({ base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('2'), app]) })
+  const git = new FakeGit().commit('a', undefined, {}).commit('b', 'a', {})
+  const digest = `sha256:${'ab'.repeat(32)}`
+
+  /** The OCIRepository as the API returns it: at `tag`, judged by source-controller as `ready` for generation 2. */
+  function liveOci(tag: string, ready: { status: 'True' | 'False' | 'Unknown'; message: string }, revision?: string): Record<string, unknown> {
+    return {
+      metadata: { namespace: 'apps', name: 'demo', generation: 2 },
+      spec: { url: 'oci://registry.example/charts/demo', ref: { tag } },
+      status: {
+        observedGeneration: ready.status === 'True' ? 2 : 1,
+        conditions: [{ type: 'Ready', ...ready, observedGeneration: 2 }],
+        ...(revision === undefined ? {} : { artifact: { revision } }),
+      },
+    }
+  }
+  const cluster = (oci: Record<string, unknown>) => {
+    const c = new FakeCluster().addRelease('apps', 'app', { chartRef }).setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, values('2'))
+    c.chartSources.set('apps/demo', oci)
+    return c
+  }
+  const fetched = () => liveOci('0.2.0', { status: 'True', message: 'stored artifact' }, `0.2.0@${digest}`)
+
+  it('waits, unpatched, for helm-controller to attempt the artifact source-controller fetched, and names it in the result', async () => {
+    const live = cluster(fetched())
+    const seen: Triggered[] = []
+    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, live), render: chartOnly, outcome: recordingWaiter(seen) })
+    expect(live.patches).toEqual([])
+    expect(seen.map((t) => [t.planned.name, t.token, t.chartDigest])).toEqual([['app', undefined, digest]])
+    expect(report.results).toEqual([
+      expect.objectContaining({
+        name: 'app',
+        status: Status.Upgraded,
+        chart: {
+          source: 'OCIRepository/apps/demo',
+          fields: ['spec.ref.tag'],
+          origin: { file: 'apps/demo/repository.yaml', line: 9 },
+          revision: `0.2.0@${digest}`,
+        },
+      }),
+    ])
+  })
+
+  it('patches a release whose chart and values changed together only once the new chart is fetched', async () => {
+    const stale = cluster(liveOci('0.1.0', { status: 'True', message: 'stored artifact' }, `0.1.0@sha256:${'cd'.repeat(32)}`))
+    const missed = await runTrigger(settings({ timeout: '2s' }), pushContext('a', 'b'), {
+      ...deps(git, stale),
+      render: withValues,
+      outcome: recordingWaiter([]),
+    })
+    expect(stale.patches).toEqual([])
+    expect(missed.results.map((r) => [r.name, r.status, r.reason])).toEqual([['app', Status.Failed, 'ChartNotFetched']])
+    expect(missed.results[0]?.message).toContain(
+      'did not arrive within the timeout (spec.ref.tag, apps/demo/repository.yaml:9; new spec not applied yet (spec.ref.tag))',
+    )
+
+    const live = cluster(fetched())
+    const seen: Triggered[] = []
+    await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, live), render: withValues, outcome: recordingWaiter(seen) })
+    expect(live.patches.map((p) => p.ref.name)).toEqual(['app'])
+    expect(seen.map((t) => [t.planned.name, t.token !== undefined, t.chartDigest])).toEqual([['app', true, digest]])
+  })
+
+  it("fails at once with source-controller's message when it cannot fetch the new chart, and waits for nothing", async () => {
+    const missing = cluster(liveOci('0.2.0', { status: 'False', message: 'failed to determine artifact digest: MANIFEST_UNKNOWN' }))
+    const seen: Triggered[] = []
+    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, missing), render: chartOnly, outcome: recordingWaiter(seen) })
+    expect(seen).toEqual([])
+    expect(report.results.map((r) => [r.name, r.status, r.reason, r.severity])).toEqual([['app', Status.Failed, 'ChartNotFetched', 'error']])
+    expect(report.results[0]?.message).toBe(
+      'not upgraded: source-controller could not fetch the chart OCIRepository/apps/demo names since the commit (spec.ref.tag, apps/demo/repository.yaml:9): failed to determine artifact digest: MANIFEST_UNKNOWN',
+    )
+  })
+
+  it('reports the chart change without waiting when wait is off', async () => {
+    const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(git, cluster(fetched())), render: chartOnly })
+    expect(report.results.map((r) => [r.name, r.status, r.reason])).toEqual([['app', Status.Skipped, 'ChartChanged']])
   })
 })

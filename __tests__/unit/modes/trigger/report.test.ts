@@ -501,7 +501,7 @@ describe('provenance of rendered plans', () => {
       `${code(CM)} (${code('apps/app/values.yaml:12')})`,
       `spec ${code('spec.chart.spec.version')} (${code('apps/db/release.yaml:3')})`,
     ])
-    expect(markdown.split('\n')).toContain(`| ${code('apps/db')} | modified | ${code('spec.chart.spec.version')} | ${code('apps/db/release.yaml:3')} |`)
+    expect(markdown.split('\n')).toContain(`| ${code('apps/db')} | spec modified | ${code('spec.chart.spec.version')} | ${code('apps/db/release.yaml:3')} |`)
   })
 
   it('the JSON plan carries the edits, each read source file:line and the spec changes', () => {

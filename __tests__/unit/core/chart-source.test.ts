@@ -1,0 +1,72 @@
+// Whether source-controller has fetched the chart a commit names: the pure rule over an
+// OCIRepository as the API returns it.
+
+import { describe, expect, it } from 'vitest'
+import { chartSourceState, revisionDigest, toChartSource } from '../../../src/core/chart-source.ts'
+import type { ChartChange } from '../../../src/core/model.ts'
+
+const DIGEST = `sha256:${'e'.repeat(64)}`
+const change: ChartChange = {
+  kind: 'OCIRepository',
+  namespace: 'apps',
+  name: 'demo',
+  origin: { file: 'apps/demo/repository.yaml', line: 9 },
+  fields: ['spec.ref.tag'],
+  expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
+}
+
+interface Live {
+  readonly tag?: string
+  readonly generation?: number
+  readonly observedGeneration?: number
+  /** [status, message, the generation it judged] */
+  readonly ready?: readonly [string, string, number]
+  readonly revision?: string
+}
+
+function live(l: Live = {}) {
+  return toChartSource({
+    metadata: { name: 'demo', namespace: 'apps', generation: l.generation ?? 2 },
+    spec: { url: 'oci://registry.example/charts/demo', ref: { tag: l.tag ?? '0.2.0' }, interval: '10m' },
+    status: {
+      observedGeneration: l.observedGeneration ?? 2,
+      conditions: l.ready === undefined ? [] : [{ type: 'Ready', status: l.ready[0], reason: 'r', message: l.ready[1], observedGeneration: l.ready[2] }],
+      ...(l.revision === undefined ? {} : { artifact: { revision: l.revision, digest: 'sha256:tarball' } }),
+    },
+  })
+}
+
+describe('chartSourceState', () => {
+  it('is fetched once Ready=True judges the generation holding the commit, with the OCI digest of the revision', () => {
+    expect(chartSourceState(live({ ready: ['True', 'stored artifact', 2], revision: `0.2.0@${DIGEST}` }), change)).toEqual({
+      kind: 'fetched',
+      revision: `0.2.0@${DIGEST}`,
+      digest: DIGEST,
+    })
+  })
+
+  it('is pending while the commit is not applied, the generation not judged, or the fetch not finished', () => {
+    const pending = (l: Live) => chartSourceState(live(l), change)
+    expect(chartSourceState(undefined, change)).toEqual({ kind: 'pending', why: 'not in the cluster' })
+    expect(pending({ tag: '0.1.0', ready: ['True', 'stored', 1], generation: 1, observedGeneration: 1 })).toMatchObject({
+      kind: 'pending',
+      why: 'new spec not applied yet (spec.ref.tag)',
+    })
+    // Ready=False written for the previous generation says nothing of this commit.
+    expect(pending({ ready: ['False', 'old failure', 1], observedGeneration: 1 })).toMatchObject({ kind: 'pending' })
+    expect(pending({ ready: ['Unknown', 'reconciliation in progress', 2], observedGeneration: 1 })).toMatchObject({ kind: 'pending' })
+    expect(pending({ ready: ['True', 'stored', 2], observedGeneration: 1, revision: `0.1.0@${DIGEST}` })).toMatchObject({ kind: 'pending' })
+  })
+
+  it("fails with source-controller's message when Ready=False judges this generation, even before observedGeneration moves", () => {
+    expect(chartSourceState(live({ ready: ['False', 'MANIFEST_UNKNOWN: manifest unknown', 2], observedGeneration: 1 }), change)).toEqual({
+      kind: 'failed',
+      message: 'MANIFEST_UNKNOWN: manifest unknown',
+    })
+  })
+
+  it('reads the digest after the last @ of a revision', () => {
+    expect(revisionDigest(`latest@${DIGEST}`)).toBe(DIGEST)
+    expect(revisionDigest(DIGEST)).toBe(DIGEST)
+  })
+})
