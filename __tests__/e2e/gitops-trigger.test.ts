@@ -7,11 +7,10 @@
 
 import { readFileSync } from 'node:fs'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { runAction, type ActionRun } from '../../test/support/action.ts'
+import type { ActionRun } from '../../test/support/action.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { gitRevision, isAppliedAt } from '../../test/support/flux.ts'
-import type { GitRemote } from '../../test/support/git-server.ts'
-import { CLUSTER_ROOT, GIT_REPOSITORY_NAME, fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
+import { fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
+import { bootstrap as bootstrapLoop, pushAndRun as pushAndRunLoop, type Loop } from '../../test/support/gitops-loop.ts'
 import { kustomizeBinary } from '../../test/support/kustomize.ts'
 import { tableUnder } from '../../test/support/markdown.ts'
 import { ageKeySecret, encryptSecret, makeAgeKey, sopsTools, type AgeKey } from '../../test/support/sops.ts'
@@ -26,58 +25,9 @@ beforeAll(async () => {
   await sopsTools()
 }, 45 * 60_000)
 
-interface Loop {
-  readonly namespace: string
-  readonly remote: GitRemote
-  head: string
-}
-
-/**
- * Pushes the first commit and bootstraps Flux on it, as `flux bootstrap` would: the
- * GitRepository and the root Kustomization (path clusters/demo) are applied by hand, the
- * rest comes from the repository. Resolves when podinfo is installed (revision 1).
- */
-async function bootstrap(prefix: string, files: (namespace: string) => Promise<Record<string, string>>): Promise<Loop> {
-  const namespace = await cluster.createNamespace(prefix)
-  const remote = await cluster.createGitRemote()
-  const head = await remote.push(await files(namespace), 'Add podinfo')
-  await cluster.applyGitRepository({ namespace, name: GIT_REPOSITORY_NAME, url: remote.url })
-  await cluster.applyKustomization({ namespace, name: 'flux-system', source: GIT_REPOSITORY_NAME, path: `./${CLUSTER_ROOT}` })
-  await cluster.syncKustomization(namespace, 'flux-system', head, { source: GIT_REPOSITORY_NAME })
-  await cluster.waitFor(async () => isAppliedAt(await cluster.getKustomization(namespace, 'apps'), gitRevision(head)), {
-    timeoutMs: 120_000,
-    message: `Kustomization ${namespace}/apps at ${head}`,
-  })
-  const installed = await cluster.waitForHelmReleaseReady(namespace, 'podinfo')
-  expect(installed.status?.history?.[0]).toMatchObject({ status: 'deployed' })
-  return { namespace, remote, head }
-}
-
-/**
- * Pushes a commit and runs the action on that push at once; source-controller is asked to
- * fetch it (a push webhook's job) only after the action has started, so the action finds the
- * cluster still on the old commit and has to wait for kustomize-controller.
- */
-async function pushAndRun(loop: Loop, files: Record<string, string>, message: string): Promise<ActionRun> {
-  const before = loop.head
-  loop.head = await loop.remote.push(files, message)
-  const run = runAction({
-    workspace: loop.remote.work.dir,
-    eventName: 'push',
-    event: { before, after: loop.head, ref: 'refs/heads/main' },
-    sha: loop.head,
-    inputs: {
-      kubeconfig,
-      timeout: '2m',
-      'cluster-root': CLUSTER_ROOT,
-      'git-repository': `${loop.namespace}/${GIT_REPOSITORY_NAME}`,
-      'kustomize-path': kustomize,
-    },
-  })
-  const synced = cluster.syncKustomization(loop.namespace, 'apps', loop.head, { source: GIT_REPOSITORY_NAME })
-  const [result] = await Promise.all([run, synced])
-  return result
-}
+const bootstrap = (prefix: string, files: (namespace: string) => Promise<Record<string, string>>): Promise<Loop> => bootstrapLoop(cluster, prefix, files)
+const pushAndRun = (loop: Loop, files: Record<string, string>, message: string): Promise<ActionRun> =>
+  pushAndRunLoop(cluster, loop, files, message, { kubeconfig, kustomize })
 
 function triggered(run: ActionRun): { name: string; status: string; revisionBefore?: number; revisionAfter?: number }[] {
   return JSON.parse(run.outputs['triggered'] ?? '[]')

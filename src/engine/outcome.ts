@@ -77,11 +77,13 @@ export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseRes
     }
   }
   const message =
-    t.token !== undefined
-      ? 'reconciled; values unchanged, no new Helm revision'
-      : t.chartDigest !== undefined
-        ? 'new chart artifact reconciled; chart and values unchanged, no new Helm revision'
-        : `new generation ${live.generation} reconciled; no new Helm revision`
+    t.chartDigest !== undefined && t.before.status.lastAttemptedRevisionDigest === t.chartDigest
+      ? `helm-controller had attempted this chart before the run first read the release (revision ${after.version}); no newer Helm revision`
+      : t.token !== undefined
+        ? 'reconciled; values unchanged, no new Helm revision'
+        : t.chartDigest !== undefined
+          ? 'new chart artifact reconciled; chart and values unchanged, no new Helm revision'
+          : `new generation ${live.generation} reconciled; no new Helm revision`
   return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message, severity: 'none' }
 }
 

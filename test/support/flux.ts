@@ -39,7 +39,7 @@ export interface FluxObject {
     readonly lastHandledReconcileAt?: string
     readonly lastAttemptedRevision?: string
     readonly lastAppliedRevision?: string
-    readonly history?: readonly { readonly status?: string; readonly chartVersion?: string }[]
+    readonly history?: readonly { readonly version?: number; readonly status?: string; readonly chartVersion?: string }[]
     readonly [key: string]: unknown
   }
 }

@@ -619,5 +619,12 @@ describe('assess: a release whose chart source changed, not patched', () => {
     expect(failed).toMatchObject({ status: Status.Failed, reason: 'UpgradeFailed' })
     const same = assess(waitFor, attempted(NEW, { ready: ['True', 'ReconciliationSucceeded'] }), 5_000)
     expect(same).toMatchObject({ status: Status.Unchanged, message: 'new chart artifact reconciled; chart and values unchanged, no new Helm revision' })
+    // helm-controller upgraded to the new chart before the run's first read: said, not hidden.
+    const early = { ...waitFor, before: attempted(NEW, { ready: ['True'], history: [DEPLOYED_2, SUPERSEDED_1] }) }
+    expect(assess(early, attempted(NEW, { ready: ['True'], history: [DEPLOYED_2, SUPERSEDED_1] }), 5_000)).toMatchObject({
+      status: Status.Unchanged,
+      revisionBefore: 2,
+      message: 'helm-controller had attempted this chart before the run first read the release (revision 2); no newer Helm revision',
+    })
   })
 })
