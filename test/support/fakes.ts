@@ -11,6 +11,8 @@ import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
 import type { ChartSourceRef, FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
 import { toChartSource, type ChartSource } from '../../src/core/chart-source.ts'
 import type { Clock } from '../../src/engine/ports.ts'
+import type { OutcomeWaiter, Triggered } from '../../src/engine/outcome.ts'
+import { Status } from '../../src/engine/result.ts'
 
 /** An in-memory commit history: each commit is a full snapshot of path → text. */
 export class FakeGit implements GitReader {
@@ -270,5 +272,24 @@ export class FakeClock implements Clock {
   }
   async sleep(ms: number): Promise<void> {
     this.current += ms
+  }
+}
+
+/** An outcome waiter that records what it is asked to wait for and answers each as upgraded. */
+export function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
+  return {
+    wait: async (_cluster, triggered) => {
+      seen.push(...triggered)
+      return triggered.map((t) => ({
+        namespace: t.planned.namespace,
+        name: t.planned.name,
+        sources: t.planned.sources,
+        status: Status.Upgraded,
+        reason: 'UpgradeSucceeded',
+        message: 'ok',
+        durationMs: 0,
+        severity: 'none' as const,
+      }))
+    },
   }
 }

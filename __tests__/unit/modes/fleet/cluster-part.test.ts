@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { planRendered, renderedReleaseKeys } from '../../../../src/core/plan-rendered.ts'
-import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
+import type { Triggered } from '../../../../src/engine/outcome.ts'
 import { Status } from '../../../../src/engine/result.ts'
 import { assignWaves } from '../../../../src/modes/fleet/clusters.ts'
 import { writePlanFile, type FleetPlan } from '../../../../src/modes/fleet/fleet-plan.ts'
 import { runClusterPart, type FleetDeps } from '../../../../src/modes/fleet/run.ts'
 import { parseSettings } from '../../../../src/settings.ts'
-import { FakeClock, FakeCluster } from '../../../../test/support/fakes.ts'
+import { FakeClock, FakeCluster, recordingWaiter } from '../../../../test/support/fakes.ts'
 import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'hrt-cluster-part-'))
@@ -47,25 +47,6 @@ function planFile(): { file: string; plan: FleetPlan } {
   const file = join(dir, 'fleet-plan.json')
   writeFileSync(file, writePlanFile(fleet))
   return { file, plan: fleet }
-}
-
-/** Records what it is asked to wait for and answers each as upgraded. */
-function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
-  return {
-    wait: async (_cluster, triggered) => {
-      seen.push(...triggered)
-      return triggered.map((t) => ({
-        namespace: t.planned.namespace,
-        name: t.planned.name,
-        sources: t.planned.sources,
-        status: Status.Upgraded,
-        reason: 'UpgradeSucceeded',
-        message: 'ok',
-        durationMs: 0,
-        severity: 'none' as const,
-      }))
-    },
-  }
 }
 
 function deps(cluster: FakeCluster, seen: Triggered[]): FleetDeps {

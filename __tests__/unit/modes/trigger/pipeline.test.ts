@@ -3,12 +3,12 @@ import { contentOfConfigMap, digestOf } from '../../../../src/core/digest.ts'
 import { parseSettings, type Settings } from '../../../../src/settings.ts'
 import { Status } from '../../../../src/engine/result.ts'
 import { runTrigger, type RunContext, type TriggerDeps } from '../../../../src/modes/trigger/pipeline.ts'
-import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
+import { FakeCluster, FakeClock, FakeGit, recordingWaiter } from '../../../../test/support/fakes.ts'
 import { ConflictError } from '../../../../src/kube/api-error.ts'
 import { triggerConfigMap } from '../../../../test/support/manifests.ts'
 import { ociRepository, release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
 import type { RenderRange } from '../../../../src/modes/trigger/pipeline.ts'
-import type { OutcomeWaiter, Triggered } from '../../../../src/engine/outcome.ts'
+import type { Triggered } from '../../../../src/engine/outcome.ts'
 import { clusterRefused } from '../../../../src/github/policy.ts'
 
 const configMap = (value: string, extra = ''): string =>
@@ -311,24 +311,6 @@ describe('runTrigger', () => {
   })
 })
 
-/** Records what it is asked to wait for and answers each as upgraded. */
-function recordingWaiter(seen: Triggered[]): OutcomeWaiter {
-  return {
-    wait: async (_cluster, triggered) => {
-      seen.push(...triggered)
-      return triggered.map((t) => ({
-        namespace: t.planned.namespace,
-        name: t.planned.name,
-        sources: t.planned.sources,
-        status: Status.Upgraded,
-        reason: 'UpgradeSucceeded',
-        message: 'ok',
-        durationMs: 0,
-        severity: 'none' as const,
-      }))
-    },
-  }
-}
 describe('runTrigger on a rendered repository', () => {
   // A commit the renderer turned into objects: the generated values ConfigMap of `app` changed
   // at apps/app/values.yaml:2; `other` reads another key of it; `db` bumped its chart.
