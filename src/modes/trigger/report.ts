@@ -136,7 +136,7 @@ export function summaryMarkdown(report: TriggerReport): string {
   if (report.range !== undefined) lines.push('', `Range: ${rangeText(report.range)}`)
   for (const note of report.notes) lines.push('', `> ${cell(note)}`)
   if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
-  if (report.range !== undefined) lines.push('', ...planTable(report.plan.sources), ...specTable(report.plan.releases))
+  if (report.range !== undefined) lines.push('', ...planTable(report.plan), ...specTable(report.plan.releases))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
   const values = valueChanges(report.plan.sources)
   if (values.length > 0) lines.push('', ...values)
@@ -153,8 +153,12 @@ export function summaryMarkdown(report: TriggerReport): string {
   return `${lines.join('\n')}\n`
 }
 
-function planTable(sources: readonly PlannedSource[]): string[] {
-  if (sources.length === 0) return ['### Plan', '', 'No ConfigMap or Secret that triggers a release changed.']
+function planTable(plan: TriggerReport['plan']): string[] {
+  const { sources } = plan
+  if (sources.length === 0) {
+    const own = plan.releases.some((r) => r.spec !== undefined || r.chart !== undefined)
+    return ['### Plan', '', `No ConfigMap or Secret that triggers a release changed${own ? '; these releases changed themselves or their chart source:' : '.'}`]
+  }
   return [
     '### Plan',
     '',

@@ -517,3 +517,45 @@ describe('provenance of rendered plans', () => {
     expect(textReport(rendered).split('\n')).toContain('spec modified: apps/db (spec.chart.spec.version) at apps/db/release.yaml:3')
   })
 })
+
+describe('a chart bump (the OCIRepository a release names changed)', () => {
+  const origin = { file: 'apps/demo/repository.yaml', line: 9 }
+  const chart = { kind: 'OCIRepository' as const, namespace: 'apps', name: 'demo', origin, fields: ['spec.ref.tag'], expect: [] }
+  const revision = `0.2.0@${digest('e')}`
+  const bumped = report({
+    plan: { sources: [], releases: [{ namespace: 'apps', name: 'web', sources: [], chart }], problems: [] },
+    results: [
+      result('web', Status.Upgraded, {
+        sources: [],
+        chart: { source: 'OCIRepository/apps/demo', fields: ['spec.ref.tag'], origin, revision },
+        revisionBefore: 1,
+        revisionAfter: 2,
+      }),
+    ],
+  })
+
+  it('the summary says no source changed but the chart did, with its line, in the plan and the release row', () => {
+    const markdown = summaryMarkdown(bumped)
+    expect(markdown.split('\n')).toContain('No ConfigMap or Secret that triggers a release changed; these releases changed themselves or their chart source:')
+    expect(markdown.split('\n')).toContain(
+      `| ${code('apps/web')} | chart ${code('OCIRepository/apps/demo')} | ${code('spec.ref.tag')} | ${code('apps/demo/repository.yaml:9')} |`,
+    )
+    expect(tableRows(markdown, 'Releases').map((row) => cellsOf(row)[0])).toEqual([
+      `chart ${code('OCIRepository/apps/demo')} ${code('spec.ref.tag')} (${code('apps/demo/repository.yaml:9')})`,
+    ])
+  })
+
+  it('the outputs name the chart source and the revision fetched; the JSON plan and the CLI text name the change', () => {
+    const outputs = outputsOf(bumped)
+    expect(outputs.triggered).toEqual([expect.objectContaining({ name: 'web', chart: { source: 'OCIRepository/apps/demo', revision } })])
+    expect((outputs.plan as { releases: unknown[] }).releases).toEqual([
+      {
+        namespace: 'apps',
+        name: 'web',
+        sources: [],
+        chart: { source: 'OCIRepository/apps/demo', fields: ['spec.ref.tag'], file: origin.file, line: origin.line },
+      },
+    ])
+    expect(textReport(bumped).split('\n')).toContain('chart changed: apps/web (OCIRepository/apps/demo spec.ref.tag) at apps/demo/repository.yaml:9')
+  })
+})
