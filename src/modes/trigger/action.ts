@@ -10,7 +10,7 @@ import { FLUX_EVENT_KEYS, type Keys } from '../../core/keys.ts'
 import { recordedMatches, shownDigest } from '../../core/digest.ts'
 import type { ReleaseAction } from '../../engine/write-release.ts'
 import { Reason } from '../../engine/result.ts'
-import type { Digest, PlannedRelease, SourceId } from '../../core/model.ts'
+import { chartSourceId, type Digest, type PlannedRelease, type SourceId } from '../../core/model.ts'
 
 /** The reasons trigger's decision skips a release for. */
 export const SkipReason = {
@@ -163,7 +163,7 @@ export function triggerAction(planned: PlannedRelease, options: TriggerOptions, 
 
 /**
  * The ConfigChanged Event's message: who asked, why, each source's digest (a Secret's never: Events
- * are readable with namespace `view`) and the line edited, and a spec changed alongside.
+ * are readable with namespace `view`) and the line edited, and a spec or chart source changed alongside.
  */
 export function triggerEventMessage(planned: PlannedRelease, write: TriggerWrite, options: Pick<TriggerOptions, 'requestedBy' | 'runUrl'>): string {
   const sources = planned.sources
@@ -173,6 +173,10 @@ export function triggerEventMessage(planned: PlannedRelease, write: TriggerWrite
     planned.spec === undefined
       ? ''
       : ` Its spec changed too (${planned.spec.fields.join(', ')} at ${planned.spec.origin.file}:${planned.spec.origin.line}); requested once the cluster held both.`
+  const chart =
+    planned.chart === undefined
+      ? ''
+      : ` Its chart source ${chartSourceId(planned.chart)} changed too (${planned.chart.fields.join(', ')} at ${planned.chart.origin.file}:${planned.chart.origin.line}); requested once source-controller had fetched the new chart.`
   const run = options.runUrl === undefined ? '' : ` Run: ${options.runUrl}`
-  return `Reconcile requested ${options.requestedBy}: ${write.why} (${sources}).${spec}${run}`
+  return `Reconcile requested ${options.requestedBy}: ${write.why} (${sources}).${spec}${chart}${run}`
 }

@@ -465,6 +465,9 @@ describe('runTrigger on a chart source change', () => {
     await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, live), render: withValues, outcome: recordingWaiter(seen) })
     expect(live.patches.map((p) => p.ref.name)).toEqual(['app'])
     expect(seen.map((t) => [t.planned.name, t.token !== undefined, t.chartDigest])).toEqual([['app', true, digest]])
+    expect(live.events[0]?.message).toContain(
+      'Its chart source OCIRepository/apps/demo changed too (spec.ref.tag at apps/demo/repository.yaml:9); requested once source-controller had fetched the new chart.',
+    )
   })
 
   it("fails at once with source-controller's message when it cannot fetch the new chart, and waits for nothing", async () => {
