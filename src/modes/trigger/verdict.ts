@@ -2,7 +2,7 @@
 // and the sticky pull-request comment. Rendered from the one TriggerReport, with the job
 // summary's own release table, so every place says the same.
 
-import { releaseKey, type PlannedSource } from '../../core/model.ts'
+import { chartSourceId, releaseKey, type ChartChange } from '../../core/model.ts'
 import { FAILED, Status, type TriggerReport } from '../../engine/result.ts'
 import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/reporter.ts'
 import { cell, code, location } from '../../lib/text.ts'
@@ -46,7 +46,7 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
     ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
     ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
   ]
-  const plan = report.planOnly === undefined ? [] : planSection(report.plan.sources)
+  const plan = report.planOnly === undefined ? [] : planSection(report.plan)
   const summary = join([...body, ...section(run === '' ? [] : [run])])
   const comment = join([
     `### ${ICON[conclusion]} helmrelease-trigger: ${cell(title)}`,
@@ -114,13 +114,31 @@ function conclusionOf(report: TriggerReport, failOn: FailOn): CheckConclusion {
   return report.results.some((r) => FAILED.has(r.status)) ? 'failure' : 'success'
 }
 
-/** The plan of a pull request: which release each changed source would trigger, and why. */
-function planSection(sources: readonly PlannedSource[]): string[] {
-  const rows = sources.flatMap((s) =>
-    s.targets.map((t) => `| ${code(releaseKey(t))} | ${code(s.id)} | ${s.change} | ${t.reasons.map(reasonText).join(', ')} | ${code(location(s.origin))} |`),
-  )
+/** The plan of a pull request: which release each changed source would trigger, and why; and the releases whose own spec or chart source changed. */
+function planSection(plan: TriggerReport['plan']): string[] {
+  const rows = [
+    ...plan.sources.flatMap((s) =>
+      s.targets.map((t) => `| ${code(releaseKey(t))} | ${code(s.id)} | ${s.change} | ${t.reasons.map(reasonText).join(', ')} | ${code(location(s.origin))} |`),
+    ),
+    ...plan.releases.flatMap((r) => [
+      ...(r.spec === undefined
+        ? []
+        : [
+            `| ${code(releaseKey(r))} | ${code(`HelmRelease/${releaseKey(r)}`)} | ${r.spec.change} | its spec: ${fields(r.spec.fields)} | ${code(location(r.spec.origin))} |`,
+          ]),
+      ...(r.chart === undefined
+        ? []
+        : [
+            `| ${code(releaseKey(r))} | ${code(chartSourceId(r.chart))} | modified | its chart (chartRef): ${fields(r.chart.fields)} | ${code(location(r.chart.origin))} |`,
+          ]),
+    ]),
+  ]
   if (rows.length === 0) return ['### Plan', '', 'No release would be triggered.']
   return fit(['### Plan', '', '| Release | Source | Change | Why | File |', '| --- | --- | --- | --- | --- |', ...rows], TABLE_BUDGET)
+}
+
+function fields(names: readonly string[]): string {
+  return names.map((f) => code(f)).join(', ')
 }
 
 function reasonText(reason: string): string {
@@ -156,6 +174,21 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
           },
         ],
   )
+  // One per chart source, however many releases name it.
+  const charts = new Map<string, { readonly chart: ChartChange; readonly releases: string[] }>()
+  for (const r of report.plan.releases) {
+    if (r.chart === undefined) continue
+    const entry = charts.get(chartSourceId(r.chart)) ?? { chart: r.chart, releases: [] }
+    entry.releases.push(releaseKey(r))
+    charts.set(chartSourceId(r.chart), entry)
+  }
+  const chartNotes = [...charts.values()].map(({ chart, releases }): CheckAnnotation => ({
+    path: chart.origin.file,
+    startLine: chart.origin.line,
+    level: 'notice',
+    title: `${chartSourceId(chart)} modified`,
+    message: `${chart.fields.join(', ')} changed: the chart of ${releases.join(', ')}; helm-controller upgrades on the new artifact; the run waits for it`,
+  }))
   const problems = report.problems.map((p): CheckAnnotation => ({
     path: p.file,
     startLine: p.line ?? 1,
@@ -163,7 +196,7 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
     title: 'helmrelease-trigger',
     message: p.message,
   }))
-  return [...sources, ...specs, ...problems].slice(0, MAX_ANNOTATIONS)
+  return [...sources, ...specs, ...chartNotes, ...problems].slice(0, MAX_ANNOTATIONS)
 }
 
 /** Past this many, the job summary lists the rest: ten requests of 50 are enough for a check. */

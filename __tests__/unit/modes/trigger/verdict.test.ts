@@ -103,6 +103,45 @@ describe('triggerVerdict', () => {
     expect(v.text).toContain('### Plan')
   })
 
+  it('shows on a pull request the releases whose own spec or chart source changed, and notes the chart line once per source', () => {
+    const chart = {
+      kind: 'OCIRepository' as const,
+      namespace: 'apps',
+      name: 'charts',
+      origin: { file: 'apps/charts.yaml', line: 9 },
+      fields: ['spec.ref.tag'],
+      expect: [{ path: ['ref', 'tag'], value: '2.0.0' }],
+    }
+    const spec = { change: 'modified' as const, origin: { file: 'apps/db.yaml', line: 12 }, fields: ['spec.values.replicas'], expect: [] }
+    const base = triggerReport([], [], { planOnly: 'pull_request event: plan only', sources: [] })
+    const report = {
+      ...base,
+      plan: {
+        ...base.plan,
+        releases: [
+          { namespace: 'apps', name: 'api', sources: [], chart },
+          { namespace: 'apps', name: 'db', sources: [], spec },
+          { namespace: 'apps', name: 'web', sources: [], chart },
+        ],
+      },
+    }
+    const v = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    expect(tableUnder(v.comment, 'Plan')).toEqual([
+      ['apps/api', 'OCIRepository/apps/charts', 'modified', 'its chart (chartRef): spec.ref.tag', 'apps/charts.yaml:9'],
+      ['apps/db', 'HelmRelease/apps/db', 'modified', 'its spec: spec.values.replicas', 'apps/db.yaml:12'],
+      ['apps/web', 'OCIRepository/apps/charts', 'modified', 'its chart (chartRef): spec.ref.tag', 'apps/charts.yaml:9'],
+    ])
+    expect(v.annotations.filter((a) => a.path === 'apps/charts.yaml')).toEqual([
+      {
+        path: 'apps/charts.yaml',
+        startLine: 9,
+        level: 'notice',
+        title: 'OCIRepository/apps/charts modified',
+        message: 'spec.ref.tag changed: the chart of apps/api, apps/web; helm-controller upgrades on the new artifact; the run waits for it',
+      },
+    ])
+  })
+
   it('is a success with nothing to trigger, and a failure when the run could not start', () => {
     const nothing = triggerReport([], [], { planOnly: 'no ConfigMap or Secret that triggers a release changed', sources: [] })
     expect(verdictTitle(nothing)).toBe('nothing to trigger')
