@@ -1,12 +1,14 @@
 // Step 6: wait until helm-controller has handled our token, then say what it did.
-// Done when lastHandledReconcileAt (and forceAt/resetAt when sent) equals our token, the
-// generation is observed, and Ready is True with nothing Reconciling (the rule the flux CLI
-// applies), or Ready is False: the attempt that handled our token failed. Watches each namespace (replaying current state on every reconnect)
-// under one overall deadline; `assess` is the pure part.
+// Done when lastHandledReconcileAt (and forceAt/resetAt when sent) equals our token, or a
+// plain request written over ours after our patch, the generation is observed, and Ready is
+// True with nothing Reconciling (the rule the flux CLI applies), or Ready is False: the attempt
+// that handled our token failed. Watches each namespace (replaying current state on every
+// reconnect) under one overall deadline; `assess` is the pure part.
 
 import { ConfigurationError, messageOf } from '../lib/errors.ts'
 import type { ClusterClient } from '../kube/cluster.ts'
 import { condition, type HelmRelease } from '../core/helmrelease.ts'
+import { FLUX_KEYS } from '../core/keys.ts'
 import { releaseKey, type PlannedRelease } from '../core/model.ts'
 import { specHolds } from '../core/plan-rendered.ts'
 import { controllerReason, Reason, Status, type ReleaseResult } from './result.ts'
@@ -36,6 +38,13 @@ export interface OutcomeWaiter {
 /** The release's result once helm-controller has handled `t.token`; undefined while it has not. */
 export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseResult | undefined {
   if (!handled(t, live)) return undefined
+  const result = judge(t, live, now)
+  const replaced = t.token === undefined || live.status.lastHandledReconcileAt === t.token ? undefined : replacedBy(t, live)
+  return replaced === undefined ? result : { ...result, message: `${result.message} (handled with a later request, requestedAt ${replaced})` }
+}
+
+/** What helm-controller did, once it has handled the request. */
+function judge(t: Triggered, live: HelmRelease, now: number): ReleaseResult {
   const ready = condition(live, 'Ready')
   const before = t.before.status.history[0]
   const after = live.status.history[0]
@@ -93,7 +102,7 @@ function handled(t: Triggered, live: HelmRelease): boolean {
   if (t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)) return false
   if (t.chartDigest !== undefined && live.status.lastAttemptedRevisionDigest !== t.chartDigest) return false
   if (t.token !== undefined) {
-    if (s.lastHandledReconcileAt !== t.token) return false
+    if (s.lastHandledReconcileAt !== t.token && replacedBy(t, live) === undefined) return false
     if (t.force && s.lastHandledForceAt !== t.token) return false
     if (t.reset && s.lastHandledResetAt !== t.token) return false
   }
@@ -105,6 +114,18 @@ function handled(t: Triggered, live: HelmRelease): boolean {
   // backoff): the committer's upgrade failed all the same, and waiting would only time out.
   if (ready === 'False') return true
   return ready === 'True' && condition(live, 'Reconciling')?.status !== 'True'
+}
+
+/**
+ * The request that replaced ours and was handled, if one did: our patch set requestedAt to our
+ * token, so another value there was written after it (a newer run, `flux reconcile`), and the
+ * reconcile that handled it read our commit's config too. A plain request cannot stand in for a
+ * forceAt or resetAt we sent.
+ */
+function replacedBy(t: Triggered, live: HelmRelease): string | undefined {
+  const current = live.annotations[FLUX_KEYS.requestedAt]
+  if (t.force || t.reset || current === undefined || current === t.token) return undefined
+  return live.status.lastHandledReconcileAt === current ? current : undefined
 }
 
 /** Said after a failure: whether helm-controller goes on retrying by itself. */

@@ -27,6 +27,8 @@ interface ReleaseState {
   readonly generation?: number
   readonly observedGeneration?: number
   readonly lastHandledReconcileAt?: string
+  /** The reconcile.fluxcd.io/requestedAt annotation: the request last written. */
+  readonly requestedAt?: string
   readonly lastHandledForceAt?: string
   readonly lastHandledResetAt?: string
   /** [status, reason, message] */
@@ -50,7 +52,14 @@ function hr(s: ReleaseState = {}): HelmRelease {
   return toHelmRelease({
     apiVersion: 'helm.toolkit.fluxcd.io/v2',
     kind: 'HelmRelease',
-    metadata: { namespace: s.namespace ?? 'apps', name: s.name ?? 'app', uid: 'u', resourceVersion: '1', generation: s.generation ?? 2 },
+    metadata: {
+      namespace: s.namespace ?? 'apps',
+      name: s.name ?? 'app',
+      uid: 'u',
+      resourceVersion: '1',
+      generation: s.generation ?? 2,
+      ...(s.requestedAt === undefined ? {} : { annotations: { 'reconcile.fluxcd.io/requestedAt': s.requestedAt } }),
+    },
     spec: {},
     status: {
       observedGeneration: s.observedGeneration ?? s.generation ?? 2,
@@ -626,5 +635,27 @@ describe('assess: a release whose chart source changed, not patched', () => {
       revisionBefore: 2,
       message: 'helm-controller had attempted this chart before the run first read the release (revision 2); no newer Helm revision',
     })
+  })
+})
+
+describe('assess: our request replaced by a later one (a newer run, flux reconcile)', () => {
+  const LATER = '2026-11-22T10:00:05.000000000Z'
+  const upgraded = { ready: ['True', 'UpgradeSucceeded', 'upgraded'] as const, history: [DEPLOYED_2, SUPERSEDED_1] }
+
+  it('is done when the request written over ours is handled: that reconcile read our config too', () => {
+    const result = assess(triggered(), hr({ ...upgraded, requestedAt: LATER, lastHandledReconcileAt: LATER }), 5_000)
+    expect(result).toMatchObject({ status: Status.Upgraded, revisionBefore: 1, revisionAfter: 2, token: TOKEN })
+    expect(result?.message).toBe(`upgraded (handled with a later request, requestedAt ${LATER})`)
+  })
+
+  it('waits while the later request is not handled yet, or while ours is still the one written', () => {
+    expect(assess(triggered(), hr({ ...upgraded, requestedAt: LATER, lastHandledReconcileAt: OLD_TOKEN }), 5_000)).toBeUndefined()
+    expect(assess(triggered(), hr({ ...upgraded, requestedAt: TOKEN, lastHandledReconcileAt: LATER }), 5_000)).toBeUndefined()
+  })
+
+  it('never lets a plain request stand in for the forceAt or resetAt we sent', () => {
+    const live = hr({ ...upgraded, requestedAt: LATER, lastHandledReconcileAt: LATER, lastHandledForceAt: LATER, lastHandledResetAt: LATER })
+    expect(assess(triggered({ force: true }), live, 5_000)).toBeUndefined()
+    expect(assess(triggered({ reset: true }), live, 5_000)).toBeUndefined()
   })
 })
