@@ -96,6 +96,9 @@ function judge(t: Triggered, live: HelmRelease, now: number): ReleaseResult {
   return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message, severity: 'none' }
 }
 
+/** Ready's reason when helm-controller stops waiting for workloads because a newer request came (helmrelease_controller.go, Flux ≥ 2.8). */
+const HEALTH_CHECK_CANCELED = 'HealthCheckCanceled'
+
 function handled(t: Triggered, live: HelmRelease): boolean {
   const s = live.status
   // A release whose spec changed is judged on its new generation, once the cluster holds it.
@@ -107,13 +110,15 @@ function handled(t: Triggered, live: HelmRelease): boolean {
     if (t.reset && s.lastHandledResetAt !== t.token) return false
   }
   if (s.observedGeneration !== live.generation) return false
-  const ready = condition(live, 'Ready')?.status
+  const ready = condition(live, 'Ready')
   // helm-controller writes lastHandledReconcileAt in the final status patch of the attempt
   // that saw our token, so Ready=False now is that attempt's failure. It keeps
   // Reconciling=True while it retries on its own (a render error retries forever with
   // backoff): the committer's upgrade failed all the same, and waiting would only time out.
-  if (ready === 'False') return true
-  return ready === 'True' && condition(live, 'Reconciling')?.status !== 'True'
+  // Except a health check cut short for a newer request (the CancelHealthCheckOnNewRevision
+  // gate): no verdict on anything, and the next attempt, for that request, follows at once.
+  if (ready?.status === 'False') return ready.reason !== HEALTH_CHECK_CANCELED
+  return ready?.status === 'True' && condition(live, 'Reconciling')?.status !== 'True'
 }
 
 /**

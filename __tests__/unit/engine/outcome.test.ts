@@ -653,6 +653,18 @@ describe('assess: our request replaced by a later one (a newer run, flux reconci
     expect(assess(triggered(), hr({ ...upgraded, requestedAt: TOKEN, lastHandledReconcileAt: LATER }), 5_000)).toBeUndefined()
   })
 
+  it("waits past a health check helm-controller cut short for the newer request, then reports that request's outcome", () => {
+    const canceled = hr({
+      requestedAt: LATER,
+      lastHandledReconcileAt: TOKEN,
+      ready: ['False', 'HealthCheckCanceled', 'New reconciliation triggered by HelmRelease/apps/app'],
+    })
+    expect(assess(triggered(), canceled, 5_000)).toBeUndefined()
+    // Without a newer request the same condition is still no verdict: helm-controller requeues at once.
+    expect(assess(triggered(), hr({ lastHandledReconcileAt: TOKEN, ready: ['False', 'HealthCheckCanceled', 'x'] }), 5_000)).toBeUndefined()
+    expect(assess(triggered(), hr({ ...upgraded, requestedAt: LATER, lastHandledReconcileAt: LATER }), 5_000)).toMatchObject({ status: Status.Upgraded })
+  })
+
   it('never lets a plain request stand in for the forceAt or resetAt we sent', () => {
     const live = hr({ ...upgraded, requestedAt: LATER, lastHandledReconcileAt: LATER, lastHandledForceAt: LATER, lastHandledResetAt: LATER })
     expect(assess(triggered({ force: true }), live, 5_000)).toBeUndefined()
