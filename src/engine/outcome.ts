@@ -39,8 +39,10 @@ export interface OutcomeWaiter {
 export function assess(t: Triggered, live: HelmRelease, now: number): ReleaseResult | undefined {
   if (!handled(t, live)) return undefined
   const result = judge(t, live, now)
-  const replaced = t.token === undefined || live.status.lastHandledReconcileAt === t.token ? undefined : replacedBy(t, live)
-  return replaced === undefined ? result : { ...result, message: `${result.message} (handled with a later request, requestedAt ${replaced})` }
+  // Said whenever requestedAt moved on: the outcome may be that later request's as much as ours.
+  const later = live.annotations[FLUX_KEYS.requestedAt]
+  if (t.token === undefined || later === undefined || later === t.token) return result
+  return { ...result, message: `${result.message} (a later request, requestedAt ${later}, came while helm-controller worked on ours)` }
 }
 
 /** What helm-controller did, once it has handled the request. */

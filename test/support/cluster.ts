@@ -102,6 +102,8 @@ export interface StartClusterOptions {
   readonly ports?: Partial<Ports>
   /** Charts the repository serves from the start; default the `demo` chart 0.1.0. */
   readonly charts?: readonly ChartSpec[]
+  /** helm-controller's `--feature-gates` (e.g. `CancelHealthCheckOnNewRevision=true`); default none, as Flux ships it. */
+  readonly helmFeatureGates?: readonly string[]
   /** Bound on building the binaries; a cold build takes many minutes. Default 45 min. */
   readonly buildTimeoutMs?: number
   /** Bound on each component becoming ready. Default 120 s. */
@@ -213,7 +215,8 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     await timed('crds', () => applyCrds(kubeconfig, versions, { timeoutMs: readyTimeoutMs, log }))
     await createNamespace(kubeconfig, 'flux-system')
     if (flux) {
-      await timed('controllers', () => startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath }))
+      const helmFeatureGates = options.helmFeatureGates ?? []
+      await timed('controllers', () => startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath, helmFeatureGates }))
     }
     const ociRegistryUrl = flux ? await startOciRegistry(session, { binary: need(binaries, 'oci-registry'), ports, readyTimeoutMs, logDir, log }) : undefined
     timings.total = Date.now() - started
@@ -638,7 +641,7 @@ async function startApiserver(session: Session, options: ComponentOptions & { bi
 
 async function startControllers(
   session: Session,
-  options: ComponentOptions & { binaries: Partial<Record<BuiltBinary, string>>; kubeconfigPath: string },
+  options: ComponentOptions & { binaries: Partial<Record<BuiltBinary, string>>; kubeconfigPath: string; helmFeatureGates: readonly string[] },
 ): Promise<void> {
   const { ports } = options
   const common = [
@@ -677,6 +680,7 @@ async function startControllers(
         `--health-addr=127.0.0.1:${ports.helmHealth}`,
         // Default 600s: a stop should not wait for an in-flight Helm action.
         '--graceful-shutdown-timeout=5s',
+        ...(options.helmFeatureGates.length === 0 ? [] : [`--feature-gates=${options.helmFeatureGates.join(',')}`]),
       ],
       { logDir: options.logDir, env: await controllerEnv(session, 'helm-controller', options.kubeconfigPath) },
     )

@@ -85,11 +85,12 @@ export interface ClusterHandle extends ProvidedCluster {
 let handle: ClusterHandle | undefined
 
 export function useCluster(): ClusterHandle {
-  handle ??= makeHandle(inject('cluster'))
+  handle ??= clusterHandle(inject('cluster'))
   return handle
 }
 
-function makeHandle(provided: ProvidedCluster): ClusterHandle {
+/** The same helpers over any cluster: the shared one, or one a test starts itself (startCluster). */
+export function clusterHandle(provided: ProvidedCluster): ClusterHandle {
   const kubeconfig = kubeConfigFromFile(provided.kubeconfigPath)
   const core = kubeconfig.makeApiClient(CoreV1Api)
   const custom = kubeconfig.makeApiClient(CustomObjectsApi)
