@@ -2,7 +2,7 @@
 // pull-request comment. `awkwardReport` carries what users' names and helm-controller's
 // messages really contain: pipes, backticks, `<`, CRLF and 300-character messages.
 
-import type { PlainDigest, PlannedSource, SourceId } from '../../src/core/model.ts'
+import type { ChartChange, PlainDigest, PlannedSource, SourceId } from '../../src/core/model.ts'
 import { controllerReason, Reason, Status, type ReleaseResult, type TriggerReport } from '../../src/engine/result.ts'
 
 export const BASE_SHA = '1111111111111111111111111111111111111111'
@@ -22,6 +22,19 @@ export function plannedSource(id: SourceId, file: string, line: number, targets:
     encrypted: false,
     origin: { file, line },
     targets: targets.map((t) => ({ namespace, name: t, reasons: ['valuesFrom'] })),
+    ...extra,
+  }
+}
+
+/** A commit's bump of the OCIRepository `apps/demo` to `tag`, at apps/demo/repository.yaml:9. */
+export function chartChange(tag = '0.2.0', extra: Partial<ChartChange> = {}): ChartChange {
+  return {
+    kind: 'OCIRepository',
+    namespace: 'apps',
+    name: 'demo',
+    origin: { file: 'apps/demo/repository.yaml', line: 9 },
+    fields: ['spec.ref.tag'],
+    expect: [{ path: ['ref', 'tag'], value: tag }],
     ...extra,
   }
 }

@@ -3,17 +3,10 @@
 
 import { describe, expect, it } from 'vitest'
 import { chartSourceState, revisionDigest, toChartSource } from '../../../src/core/chart-source.ts'
-import type { ChartChange } from '../../../src/core/model.ts'
+import { chartChange } from '../../../test/support/reports.ts'
 
 const DIGEST = `sha256:${'e'.repeat(64)}`
-const change: ChartChange = {
-  kind: 'OCIRepository',
-  namespace: 'apps',
-  name: 'demo',
-  origin: { file: 'apps/demo/repository.yaml', line: 9 },
-  fields: ['spec.ref.tag'],
-  expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
-}
+const change = chartChange('0.2.0')
 
 interface Live {
   readonly tag?: string

@@ -6,6 +6,7 @@ import { changedFields, planRendered, renderedReleaseKeys, specHolds } from '../
 import type { Provenance, RenderedObject, RenderedRepository } from '../../../src/core/rendered.ts'
 import type { Plan } from '../../../src/core/model.ts'
 import { ociRepository, release, renderedSource as source, repo, type ReleaseSpec, type SourceSpec } from '../../../test/support/rendered.ts'
+import { chartChange } from '../../../test/support/reports.ts'
 
 const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true }
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
@@ -297,14 +298,7 @@ describe('planRendered: chart sources', () => {
         namespace: 'apps',
         name: 'app',
         sources: [],
-        chart: {
-          kind: 'OCIRepository',
-          namespace: 'apps',
-          name: 'demo',
-          origin: { file: 'apps/demo/repository.yaml', line: 9 },
-          fields: ['spec.ref.tag'],
-          expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
-        },
+        chart: chartChange('0.2.0'),
       },
     ])
   })

@@ -10,6 +10,7 @@ import { assess, createOutcomeWaiter, lastSeen } from '../../../src/engine/outco
 import { Status, type ReleaseResult, controllerReason } from '../../../src/engine/result.ts'
 import type { Clock, Logger } from '../../../src/engine/ports.ts'
 import type { Triggered } from '../../../src/engine/outcome.ts'
+import { chartChange } from '../../../test/support/reports.ts'
 
 const TOKEN = '2026-11-22T10:00:00.123000000Z'
 const OLD_TOKEN = '2026-11-21T09:00:00.000000000Z'
@@ -599,15 +600,7 @@ describe('assess: a release whose spec changed, not patched', () => {
 describe('assess: a release whose chart source changed, not patched', () => {
   const NEW = `sha256:${'b'.repeat(64)}`
   const OLD = `sha256:${'c'.repeat(64)}`
-  const chart = {
-    kind: 'OCIRepository' as const,
-    namespace: 'apps',
-    name: 'demo',
-    origin: { file: 'apps/demo/repository.yaml', line: 9 },
-    fields: ['spec.ref.tag'],
-    expect: [{ path: ['ref', 'tag'], value: '0.2.0' }],
-  }
-  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [], chart }
+  const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [], chart: chartChange() }
   const before = hr({ ready: ['True', 'UpgradeSucceeded'] })
   const waitFor: Triggered = { planned, release: before, before, token: undefined, chartDigest: NEW, force: false, reset: false, startedAt: 1_000 }
   const attempted = (digest: string, s: ReleaseState): HelmRelease => {

@@ -6,6 +6,7 @@ import { failureOf, outputsOf, summaryMarkdown, textReport } from '../../../../s
 import { render, tableUnder } from '../../../../test/support/markdown.ts'
 import { code } from '../../../../src/lib/text.ts'
 import { Status, type ReleaseResult, type SourceResult, type TriggerReport, controllerReason } from '../../../../src/engine/result.ts'
+import { chartChange } from '../../../../test/support/reports.ts'
 
 const BASE_SHA = '1111111111111111111111111111111111111111'
 const HEAD_SHA = '2222222222222222222222222222222222222222'
@@ -520,7 +521,7 @@ describe('provenance of rendered plans', () => {
 
 describe('a chart bump (the OCIRepository a release names changed)', () => {
   const origin = { file: 'apps/demo/repository.yaml', line: 9 }
-  const chart = { kind: 'OCIRepository' as const, namespace: 'apps', name: 'demo', origin, fields: ['spec.ref.tag'], expect: [] }
+  const chart = chartChange()
   const revision = `0.2.0@${digest('e')}`
   const bumped = report({
     plan: { sources: [], releases: [{ namespace: 'apps', name: 'web', sources: [], chart }], problems: [] },

@@ -7,7 +7,7 @@ import { resultTable, summaryMarkdown } from '../../../../src/modes/trigger/repo
 import { errorVerdict, triggerVerdict, verdictTitle } from '../../../../src/modes/trigger/verdict.ts'
 import { Status } from '../../../../src/engine/result.ts'
 import { render, tableUnder } from '../../../../test/support/markdown.ts'
-import { awkwardReport, plannedSource, releaseResult, triggerReport } from '../../../../test/support/reports.ts'
+import { awkwardReport, chartChange, plannedSource, releaseResult, triggerReport } from '../../../../test/support/reports.ts'
 
 const RUN = 'https://github.example/acme/fleet/actions/runs/4242'
 const CM = 'ConfigMap/apps/web-values' as const
@@ -104,14 +104,7 @@ describe('triggerVerdict', () => {
   })
 
   it('shows on a pull request the releases whose own spec or chart source changed, and notes the chart line once per source', () => {
-    const chart = {
-      kind: 'OCIRepository' as const,
-      namespace: 'apps',
-      name: 'charts',
-      origin: { file: 'apps/charts.yaml', line: 9 },
-      fields: ['spec.ref.tag'],
-      expect: [{ path: ['ref', 'tag'], value: '2.0.0' }],
-    }
+    const chart = chartChange('2.0.0', { name: 'charts', origin: { file: 'apps/charts.yaml', line: 9 } })
     const spec = { change: 'modified' as const, origin: { file: 'apps/db.yaml', line: 12 }, fields: ['spec.values.replicas'], expect: [] }
     const base = triggerReport([], [], { planOnly: 'pull_request event: plan only', sources: [] })
     const report = {
