@@ -7,8 +7,11 @@
 
 import { readFileSync } from 'node:fs'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
 import type { ActionRun } from '../../test/support/action.ts'
+import { demoChart } from '../../test/support/chart.ts'
 import { useCluster } from '../../test/support/context.ts'
+import { chartRepositoryName, helmRelease, manifestText } from '../../test/support/flux.ts'
 import { fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
 import { bootstrap as bootstrapLoop, pushAndRun as pushAndRunLoop, type Loop } from '../../test/support/gitops-loop.ts'
 import { kustomizeBinary } from '../../test/support/kustomize.ts'
@@ -108,5 +111,49 @@ describe('the GitOps loop: push → kustomize-controller applies → the action 
     // The upgrade read the Secret kustomize-controller decrypted at the pushed revision.
     expect((await deployed(loop.namespace))['token']).toBe('second')
     expect(run.summary).not.toContain('second')
+  })
+})
+
+describe('a chart bump through the GitOps loop: a commit changes the HelmChart the release names (chartRef)', () => {
+  it('waits for source-controller to pull the new version and reports the upgrade at the version line', async () => {
+    const name = 'gitops-helmchart'
+    for (const version of ['0.1.0', '0.2.0']) await cluster.publishChart({ ...demoChart(version), name })
+    const chart = (namespace: string, version: string): string =>
+      stringify({
+        apiVersion: 'source.toolkit.fluxcd.io/v1',
+        kind: 'HelmChart',
+        metadata: { name: 'podinfo' },
+        spec: { chart: name, version, interval: '1h', sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } },
+      })
+    const loop = await bootstrap('gitops-helmchart', async (namespace) => ({
+      ...fluxTree({ namespace, chartRepoUrl: cluster.chartRepoUrl }),
+      ...generatedValuesApp(namespace, 'greeting: hello\n'),
+      'apps/podinfo/chart.yaml': chart(namespace, '0.1.0'),
+      'apps/podinfo/release.yaml': manifestText(
+        helmRelease({
+          namespace,
+          name: 'podinfo',
+          chartRef: { kind: 'HelmChart', name: 'podinfo' },
+          valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }],
+        }),
+      ),
+      'apps/podinfo/kustomization.yaml': kustomization({
+        resources: ['repository.yaml', 'chart.yaml', 'release.yaml'],
+        configMapGenerator: [{ name: 'podinfo-values', files: ['values.yaml'], options: { disableNameSuffixHash: true } }],
+      }),
+    }))
+
+    const file = chart(loop.namespace, '0.2.0')
+    const run = await pushAndRun(loop, { 'apps/podinfo/chart.yaml': file }, 'podinfo: chart 0.2.0')
+
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expectRevisionTwo(run)
+    const versionLine = file.split('\n').findIndex((line) => line.trim().startsWith('version:')) + 1
+    expect(JSON.parse(run.outputs['triggered'] ?? '[]')).toEqual([
+      expect.objectContaining({ chart: { source: `HelmChart/${loop.namespace}/podinfo`, revision: '0.2.0' } }),
+    ])
+    expect(tableUnder(run.summary, 'Releases').map((row) => row[0])).toContainEqual(expect.stringContaining(`apps/podinfo/chart.yaml:${versionLine}`))
+    const rendered = await cluster.core.readNamespacedConfigMap({ namespace: loop.namespace, name: 'podinfo' })
+    expect(rendered.metadata?.annotations?.['demo.helmrelease-trigger.test/chart-version']).toBe('0.2.0')
   })
 })

@@ -158,6 +158,7 @@ describe('deploy/rbac manifests', () => {
         'core/secrets:get',
         `${KS}/kustomizations:get`,
         'source.toolkit.fluxcd.io/ocirepositories:get',
+        'source.toolkit.fluxcd.io/helmcharts:get',
         'core/events:create',
       ].sort(),
     )

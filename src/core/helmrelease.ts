@@ -39,6 +39,8 @@ export interface HelmReleaseStatus {
   readonly lastHandledReconcileAt: string
   readonly lastHandledForceAt: string
   readonly lastHandledResetAt: string
+  /** The chart version last attempted. */
+  readonly lastAttemptedRevision: string
   /** The OCI digest of the chart last attempted (chartRef to an OCIRepository); empty otherwise. */
   readonly lastAttemptedRevisionDigest: string
   readonly conditions: readonly Condition[]
@@ -101,6 +103,7 @@ function toStatus(value: unknown): HelmReleaseStatus {
     lastHandledReconcileAt: text(s['lastHandledReconcileAt']),
     lastHandledForceAt: text(s['lastHandledForceAt']),
     lastHandledResetAt: text(s['lastHandledResetAt']),
+    lastAttemptedRevision: text(s['lastAttemptedRevision']),
     lastAttemptedRevisionDigest: text(s['lastAttemptedRevisionDigest']),
     conditions: list(s['conditions']).map((c) => {
       const r = record(c)

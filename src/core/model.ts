@@ -175,19 +175,20 @@ export interface PlannedRelease extends ReleaseRef {
   readonly chart?: ChartChange
 }
 
-/** The one kind of chart source a commit edits to bump a chart (a HelmChart is made by helm-controller). */
-export type ChartSourceKind = 'OCIRepository'
+/** The chart sources a release's spec.chartRef can name that a commit edits to bump a chart. */
+export type ChartSourceKind = 'OCIRepository' | 'HelmChart'
 
 /**
- * An OCIRepository changed in the range (its ref.tag, most often) and a release's spec.chartRef
- * names it: helm-controller upgrades the release once source-controller holds the new artifact.
+ * An OCIRepository (its ref.tag, most often) or a HelmChart (its version) changed in the range
+ * and a release's spec.chartRef names it: helm-controller upgrades the release once
+ * source-controller holds the new artifact.
  */
 export interface ChartChange extends ChartSourceRef {
   /** Where the change was written: the first changed field, else the document. */
   readonly origin: Origin
   /** Changed fields, dotted (`spec.ref.tag`). */
   readonly fields: readonly string[]
-  /** What the live OCIRepository's spec must hold once the commit is applied (as SpecChange.expect). */
+  /** What the live chart source's spec must hold once the commit is applied (as SpecChange.expect). */
   readonly expect: readonly FieldValue[]
 }
 
@@ -197,7 +198,7 @@ export interface ChartSourceRef {
   readonly name: string
 }
 
-/** "OCIRepository/<namespace>/<name>". */
+/** "OCIRepository/<namespace>/<name>", "HelmChart/<namespace>/<name>". */
 export function chartSourceId(ref: ChartSourceRef): string {
   return `${ref.kind}/${ref.namespace}/${ref.name}`
 }

@@ -201,7 +201,7 @@ interface Release extends ReleaseRef {
   readonly reads: readonly Read[]
 }
 
-/** A rendered OCIRepository: a chart source a release's spec.chartRef can name. */
+/** A rendered OCIRepository or HelmChart: a chart source a release's spec.chartRef can name. */
 interface ChartSource {
   readonly kind: ChartSourceKind
   readonly namespace: string
@@ -261,14 +261,14 @@ function isHelmRelease(object: RenderedObject): boolean {
   return object.kind === 'HelmRelease' && object.apiVersion.startsWith('helm.toolkit.fluxcd.io/')
 }
 
-function isChartSource(object: RenderedObject): boolean {
-  return object.kind === 'OCIRepository' && object.apiVersion.startsWith('source.toolkit.fluxcd.io/')
+function isChartSource(object: RenderedObject): object is RenderedObject & { kind: ChartSourceKind } {
+  return (object.kind === 'OCIRepository' || object.kind === 'HelmChart') && object.apiVersion.startsWith('source.toolkit.fluxcd.io/')
 }
 
-function readChartSource(object: RenderedObject, namespace: string): ChartSource {
+function readChartSource(object: RenderedObject & { kind: ChartSourceKind }, namespace: string): ChartSource {
   const spec = record(object.object['spec'])
   return {
-    kind: 'OCIRepository',
+    kind: object.kind,
     namespace,
     name: object.name,
     origin: originOf(object),
@@ -718,7 +718,7 @@ function containsJson(actual: unknown, wanted: unknown): boolean {
 // How often and how long source-controller polls: changing them fetches no other chart.
 const UNCHARTED_FIELDS: ReadonlySet<string> = new Set(['interval', 'timeout'])
 
-/** OCIRepositories at head whose spec changed from base in a field that can change the artifact. */
+/** Chart sources at head whose spec changed from base in a field that can change the artifact. */
 function chartChanges(base: ReadonlyMap<string, ChartSource>, head: ReadonlyMap<string, ChartSource>): ChartChange[] {
   return [...head.values()].flatMap((now): ChartChange[] => {
     const before = base.get(chartSourceId(now))

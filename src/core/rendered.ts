@@ -21,7 +21,7 @@ export interface RenderedObject {
   /** Generated ConfigMap/Secret: data key → file:line of the value. Empty for other objects. */
   readonly keyOrigins: Readonly<Record<string, Provenance>>
   /**
-   * HelmReleases and OCIRepositories: where each field under `spec` is written (the resource's document, or a patch
+   * HelmReleases and chart sources (OCIRepository, HelmChart): where each field under `spec` is written (the resource's document, or a patch
    * that sets it), keyed by its path as JSON (`["chart","spec","version"]`), so a spec change
    * points at the line edited.
    */

@@ -11,6 +11,7 @@ import { condition, type HelmRelease } from '../core/helmrelease.ts'
 import { FLUX_KEYS } from '../core/keys.ts'
 import { releaseKey, type PlannedRelease } from '../core/model.ts'
 import { specHolds } from '../core/plan-rendered.ts'
+import { hasAttempted, lastAttempted, type ChartAttempt } from '../core/chart-source.ts'
 import { controllerReason, Reason, Status, type ReleaseResult } from './result.ts'
 import type { Clock, Logger } from './ports.ts'
 
@@ -23,8 +24,8 @@ export interface Triggered {
   readonly before: HelmRelease
   /** The requestedAt token sent; undefined when not patched: helm-controller acts on the new generation. */
   readonly token: string | undefined
-  /** The chart's new artifact (its chart source changed): done only once helm-controller has attempted this OCI digest. */
-  readonly chartDigest?: string
+  /** The chart's new artifact (its chart source changed): done only once helm-controller has attempted it. */
+  readonly chartAttempt?: ChartAttempt
   readonly force: boolean
   readonly reset: boolean
   readonly startedAt: number
@@ -88,11 +89,11 @@ function judge(t: Triggered, live: HelmRelease, now: number): ReleaseResult {
     }
   }
   const message =
-    t.chartDigest !== undefined && t.before.status.lastAttemptedRevisionDigest === t.chartDigest
+    t.chartAttempt !== undefined && hasAttempted(t.before, t.chartAttempt)
       ? `helm-controller had attempted this chart before the run first read the release (revision ${after.version}); no newer Helm revision`
       : t.token !== undefined
         ? 'reconciled; values unchanged, no new Helm revision'
-        : t.chartDigest !== undefined
+        : t.chartAttempt !== undefined
           ? 'new chart artifact reconciled; chart and values unchanged, no new Helm revision'
           : `new generation ${live.generation} reconciled; no new Helm revision`
   return { ...base, status: Status.Unchanged, reason: Reason.Unchanged, message, severity: 'none' }
@@ -105,7 +106,7 @@ function handled(t: Triggered, live: HelmRelease): boolean {
   const s = live.status
   // A release whose spec changed is judged on its new generation, once the cluster holds it.
   if (t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)) return false
-  if (t.chartDigest !== undefined && live.status.lastAttemptedRevisionDigest !== t.chartDigest) return false
+  if (t.chartAttempt !== undefined && !hasAttempted(live, t.chartAttempt)) return false
   if (t.token !== undefined) {
     if (s.lastHandledReconcileAt !== t.token && replacedBy(t, live) === undefined) return false
     if (t.force && s.lastHandledForceAt !== t.token) return false
@@ -151,8 +152,8 @@ export function lastSeen(t: Triggered, live: HelmRelease | undefined): string {
   const handledNote =
     t.planned.spec !== undefined && !specHolds(live.spec, t.planned.spec.expect)
       ? `new spec not applied yet (${t.planned.spec.fields.join(', ')})`
-      : t.chartDigest !== undefined && live.status.lastAttemptedRevisionDigest !== t.chartDigest
-        ? `chart ${t.chartDigest.slice(0, 19)} not attempted yet (last attempted ${live.status.lastAttemptedRevisionDigest.slice(0, 19) || 'none'})`
+      : t.chartAttempt !== undefined && !hasAttempted(live, t.chartAttempt)
+        ? `chart ${t.chartAttempt.value.slice(0, 19)} not attempted yet (last attempted ${lastAttempted(live, t.chartAttempt.kind).slice(0, 19) || 'none'})`
         : t.token === undefined
           ? `generation ${live.generation}, observed ${live.status.observedGeneration}`
           : live.status.lastHandledReconcileAt === t.token

@@ -21,7 +21,7 @@ import {
   type RequestContext,
 } from '@kubernetes/client-node'
 import type { ChartSourceRef, LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
-import { OCIREPOSITORY, toChartSource, type ChartSource } from '../core/chart-source.ts'
+import { CHART_SOURCE_APIS, toChartSource, type ChartSource } from '../core/chart-source.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
 import { paginate, type Page } from './paginate.ts'
 import { classify, orUndefined, type Request } from './api-error.ts'
@@ -84,7 +84,7 @@ export interface ClusterClient {
   createSecret(secret: NewSecret): Promise<void>
   /** status.lastAppliedRevision of a Flux Kustomization; undefined when it does not exist. */
   getKustomizationRevision(namespace: string, name: string): Promise<string | undefined>
-  /** An OCIRepository a release's spec.chartRef names; undefined when absent. */
+  /** An OCIRepository or HelmChart a release's spec.chartRef names; undefined when absent. */
   getChartSource(ref: ChartSourceRef): Promise<ChartSource | undefined>
   recordEvent(event: ReleaseEvent, options: WriteOptions): Promise<void>
   /**
@@ -252,9 +252,9 @@ export function createClusterClient(config: KubeConfig, server: string, options:
     },
 
     getChartSource: (ref) => {
-      const request: Request = { verb: 'get', resource: OCIREPOSITORY.plural, group: OCIREPOSITORY.group, namespace: ref.namespace, name: ref.name }
-      const gvr = { group: OCIREPOSITORY.group, version: OCIREPOSITORY.version, plural: OCIREPOSITORY.plural }
-      return orUndefined(call(request, (o) => custom.getNamespacedCustomObject({ ...gvr, namespace: ref.namespace, name: ref.name }, o)).then(toChartSource))
+      const api = CHART_SOURCE_APIS[ref.kind]
+      const request: Request = { verb: 'get', resource: api.plural, group: api.group, namespace: ref.namespace, name: ref.name }
+      return orUndefined(call(request, (o) => custom.getNamespacedCustomObject({ ...api, namespace: ref.namespace, name: ref.name }, o)).then(toChartSource))
     },
 
     async recordEvent(event, o2) {

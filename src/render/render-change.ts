@@ -707,7 +707,7 @@ async function renderedObjects(
       const file = tree.toRepository(path)
       if (file !== undefined) provenance = { file, line: await documentLine(files, path, kind, name) }
       // A spec change points at the field edited; the source document's name is before any prefix or suffix.
-      if (file !== undefined && (kind === 'HelmRelease' || kind === 'OCIRepository')) {
+      if (file !== undefined && (kind === 'HelmRelease' || kind === 'OCIRepository' || kind === 'HelmChart')) {
         const written = await specOrigins(files, closure, path, kind, writtenName(name, k))
         fields = Object.fromEntries(
           Object.entries(written).flatMap(([field, at]) => {

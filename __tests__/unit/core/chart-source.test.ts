@@ -1,8 +1,9 @@
-// Whether source-controller has fetched the chart a commit names: the pure rule over an
-// OCIRepository as the API returns it.
+// Whether source-controller has fetched the chart a commit names, and whether helm-controller
+// has attempted it: the pure rules over an OCIRepository or HelmChart as the API returns it.
 
 import { describe, expect, it } from 'vitest'
-import { chartSourceState, revisionDigest, toChartSource } from '../../../src/core/chart-source.ts'
+import { chartSourceState, hasAttempted, revisionDigest, toChartSource } from '../../../src/core/chart-source.ts'
+import { toHelmRelease } from '../../../src/core/helmrelease.ts'
 import { chartChange } from '../../../test/support/reports.ts'
 
 const DIGEST = `sha256:${'e'.repeat(64)}`
@@ -30,12 +31,32 @@ function live(l: Live = {}) {
 }
 
 describe('chartSourceState', () => {
-  it('is fetched once Ready=True judges the generation holding the commit, with the OCI digest of the revision', () => {
+  it('is fetched once Ready=True judges the generation holding the commit, with what helm-controller will record of it', () => {
+    // An OCIRepository's artifact: helm-controller records the digest of the revision.
     expect(chartSourceState(live({ ready: ['True', 'stored artifact', 2], revision: `0.2.0@${DIGEST}` }), change)).toEqual({
       kind: 'fetched',
       revision: `0.2.0@${DIGEST}`,
-      digest: DIGEST,
+      attempt: { kind: 'OCIRepository', value: DIGEST },
     })
+    // A HelmChart's: the chart version, which is its revision.
+    const helmChart = chartChange('0.2.0', { kind: 'HelmChart', fields: ['spec.version'], expect: [{ path: ['version'], value: '0.2.0' }] })
+    const chart = toChartSource({
+      metadata: { generation: 3 },
+      spec: { chart: 'demo', version: '0.2.0', sourceRef: { kind: 'HelmRepository', name: 'charts' } },
+      status: {
+        observedGeneration: 3,
+        conditions: [{ type: 'Ready', status: 'True', message: 'pulled', observedGeneration: 3 }],
+        artifact: { revision: '0.2.0' },
+      },
+    })
+    expect(chartSourceState(chart, helmChart)).toEqual({ kind: 'fetched', revision: '0.2.0', attempt: { kind: 'HelmChart', value: '0.2.0' } })
+  })
+
+  it("reads the release's last attempt where helm-controller records it for the kind", () => {
+    const release = toHelmRelease({ status: { lastAttemptedRevision: '0.2.0', lastAttemptedRevisionDigest: DIGEST } })
+    expect(hasAttempted(release, { kind: 'OCIRepository', value: DIGEST })).toBe(true)
+    expect(hasAttempted(release, { kind: 'HelmChart', value: '0.2.0' })).toBe(true)
+    expect(hasAttempted(release, { kind: 'HelmChart', value: DIGEST })).toBe(false)
   })
 
   it('is pending while the commit is not applied, the generation not judged, or the fetch not finished', () => {

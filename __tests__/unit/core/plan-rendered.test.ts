@@ -303,6 +303,34 @@ describe('planRendered: chart sources', () => {
     ])
   })
 
+  it('a version bump of a HelmChart plans the releases whose chartRef names it', () => {
+    const chart = (version: string): RenderedObject => ({
+      apiVersion: 'source.toolkit.fluxcd.io/v1',
+      kind: 'HelmChart',
+      namespace: 'apps',
+      name: 'shared',
+      object: { spec: { chart: 'demo', version, interval: '10m', sourceRef: { kind: 'HelmRepository', name: 'charts' } } },
+      origin: { file: 'apps/shared/chart.yaml', line: 1 },
+      keyOrigins: {},
+      specOrigins: { '["version"]': { file: 'apps/shared/chart.yaml', line: 8 } },
+      kustomization: 'flux-system/apps',
+    })
+    const ref = { kind: 'HelmChart', name: 'shared' }
+    const p = plan([chart('1.0.0'), reader('app', { chartRef: ref })], [chart('1.1.0'), reader('app', { chartRef: ref })])
+    expect(p.releases.map((r) => [r.name, r.chart])).toEqual([
+      [
+        'app',
+        chartChange('1.1.0', {
+          kind: 'HelmChart',
+          name: 'shared',
+          origin: { file: 'apps/shared/chart.yaml', line: 8 },
+          fields: ['spec.version'],
+          expect: [{ path: ['version'], value: '1.1.0' }],
+        }),
+      ],
+    ])
+  })
+
   it('chartRef.namespace names a repository in another namespace; a release reading its namesake elsewhere is not planned', () => {
     const shared = (tag: string) => oci(tag, { namespace: 'charts' })
     const p = plan(

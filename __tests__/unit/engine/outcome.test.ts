@@ -602,7 +602,16 @@ describe('assess: a release whose chart source changed, not patched', () => {
   const OLD = `sha256:${'c'.repeat(64)}`
   const planned: PlannedRelease = { namespace: 'apps', name: 'app', sources: [], chart: chartChange() }
   const before = hr({ ready: ['True', 'UpgradeSucceeded'] })
-  const waitFor: Triggered = { planned, release: before, before, token: undefined, chartDigest: NEW, force: false, reset: false, startedAt: 1_000 }
+  const waitFor: Triggered = {
+    planned,
+    release: before,
+    before,
+    token: undefined,
+    chartAttempt: { kind: 'OCIRepository', value: NEW },
+    force: false,
+    reset: false,
+    startedAt: 1_000,
+  }
   const attempted = (digest: string, s: ReleaseState): HelmRelease => {
     const live = hr(s)
     return { ...live, status: { ...live.status, lastAttemptedRevisionDigest: digest } }
@@ -612,6 +621,16 @@ describe('assess: a release whose chart source changed, not patched', () => {
     expect(assess(waitFor, attempted(OLD, { ready: ['True', 'UpgradeSucceeded'] }), 5_000)).toBeUndefined()
     expect(lastSeen(waitFor, attempted(OLD, { ready: ['True'] }))).toContain(`chart ${NEW.slice(0, 19)} not attempted yet (last attempted ${OLD.slice(0, 19)})`)
     expect(assess(waitFor, attempted(NEW, { ready: ['True'], reconciling: ['True', 'Running upgrade'] }), 5_000)).toBeUndefined()
+  })
+
+  it('for a HelmChart, waits on the chart version helm-controller last attempted', () => {
+    const fromHelmChart: Triggered = { ...waitFor, chartAttempt: { kind: 'HelmChart', value: '0.2.0' } }
+    const attemptedVersion = (version: string): HelmRelease => {
+      const live = hr({ ready: ['True', 'UpgradeSucceeded', 'upgraded'], history: [DEPLOYED_2, SUPERSEDED_1] })
+      return { ...live, status: { ...live.status, lastAttemptedRevision: version } }
+    }
+    expect(assess(fromHelmChart, attemptedVersion('0.1.0'), 5_000)).toBeUndefined()
+    expect(assess(fromHelmChart, attemptedVersion('0.2.0'), 5_000)).toMatchObject({ status: Status.Upgraded })
   })
 
   it('is done once it has: upgraded, failed with the new chart, or the same release', () => {

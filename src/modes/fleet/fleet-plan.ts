@@ -24,7 +24,7 @@ import type { Range } from '../../git/range.ts'
 import type { ClusterTarget } from './clusters.ts'
 
 // 2: rendered parts (where each key was edited, renamed generated sources, releases whose spec changed).
-// 3: releases whose chart source (an OCIRepository) changed.
+// 3: releases whose chart source (an OCIRepository or HelmChart) changed.
 export const PLAN_FILE_VERSION = 3
 const PLAN_FILE_KIND = 'helmrelease-trigger/fleet-plan'
 
@@ -294,10 +294,10 @@ function readSpec(value: unknown, r: Reader): SpecChange {
   return { change, origin: readOrigin(s['origin'], r.in('origin')), fields: r.in('fields').strings(s['fields']), expect: readExpect(s['expect'], r) }
 }
 
-/** A release whose chart source changed: the OCIRepository and what its live spec must hold. */
+/** A release whose chart source changed: the OCIRepository or HelmChart and what its live spec must hold. */
 function readChart(value: unknown, r: Reader): ChartChange {
   const c = r.record(value)
-  if (c['kind'] !== 'OCIRepository') throw r.in('kind').bad('OCIRepository')
+  if (c['kind'] !== 'OCIRepository' && c['kind'] !== 'HelmChart') throw r.in('kind').bad('OCIRepository or HelmChart')
   return {
     kind: c['kind'],
     namespace: r.in('namespace').string(c['namespace']),

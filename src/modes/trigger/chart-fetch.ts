@@ -14,8 +14,7 @@ const FETCH_POLL_MS = 200
 
 type Waited = ChartSourceState | { readonly kind: 'unreadable'; readonly message: string }
 
-export type ChartFetch =
-  { readonly kind: 'fetched'; readonly revision: string; readonly digest: string } | { readonly kind: 'settled'; readonly result: ReleaseResult }
+export type ChartFetch = Extract<ChartSourceState, { kind: 'fetched' }> | { readonly kind: 'settled'; readonly result: ReleaseResult }
 
 /**
  * Polls each chart source once per step, however many releases name it, until it is fetched,

@@ -214,7 +214,7 @@ export async function executePlan(
     const chart = release.chart === undefined || settings.dryRun ? undefined : await chartFetch.fetch({ ...release, chart: release.chart })
     if (chart?.kind === 'settled') return chart
     const outcome = await triggerRelease(release, scope)
-    return chart === undefined || outcome.kind === 'settled' ? outcome : { ...outcome, triggered: { ...outcome.triggered, chartDigest: chart.digest } }
+    return chart === undefined || outcome.kind === 'settled' ? outcome : { ...outcome, triggered: { ...outcome.triggered, chartAttempt: chart.attempt } }
   })
 
   const triggered = outcomes.flatMap((o) => (o.kind === 'triggered' ? [o.triggered] : []))
@@ -343,7 +343,7 @@ async function awaitChartFetches(
     }),
   )
   return {
-    waits: fetched.flatMap((f) => (f.kind === 'waiting' ? [f.t] : f.fetch.kind === 'fetched' ? [{ ...f.t, chartDigest: f.fetch.digest }] : [])),
+    waits: fetched.flatMap((f) => (f.kind === 'waiting' ? [f.t] : f.fetch.kind === 'fetched' ? [{ ...f.t, chartAttempt: f.fetch.attempt }] : [])),
     settled: [...awaiting.settled, ...fetched.flatMap((f) => (f.kind === 'fetched' && f.fetch.kind === 'settled' ? [f.fetch.result] : []))],
   }
 }

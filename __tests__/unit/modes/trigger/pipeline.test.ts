@@ -432,7 +432,7 @@ describe('runTrigger on a chart source change', () => {
     const seen: Triggered[] = []
     const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, live), render: chartOnly, outcome: recordingWaiter(seen) })
     expect(live.patches).toEqual([])
-    expect(seen.map((t) => [t.planned.name, t.token, t.chartDigest])).toEqual([['app', undefined, digest]])
+    expect(seen.map((t) => [t.planned.name, t.token, t.chartAttempt?.value])).toEqual([['app', undefined, digest]])
     expect(report.results).toEqual([
       expect.objectContaining({
         name: 'app',
@@ -464,7 +464,7 @@ describe('runTrigger on a chart source change', () => {
     const seen: Triggered[] = []
     await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, live), render: withValues, outcome: recordingWaiter(seen) })
     expect(live.patches.map((p) => p.ref.name)).toEqual(['app'])
-    expect(seen.map((t) => [t.planned.name, t.token !== undefined, t.chartDigest])).toEqual([['app', true, digest]])
+    expect(seen.map((t) => [t.planned.name, t.token !== undefined, t.chartAttempt?.value])).toEqual([['app', true, digest]])
     expect(live.events[0]?.message).toContain(
       'Its chart source OCIRepository/apps/demo changed too (spec.ref.tag at apps/demo/repository.yaml:9); requested once source-controller had fetched the new chart.',
     )
