@@ -226,10 +226,13 @@ export class FakeCluster implements ClusterClient {
     return undefined
   }
 
-  /** OCIRepositories as the API returns them, by "<namespace>/<name>". */
+  /** OCIRepositories and HelmCharts as the API returns them, by "<namespace>/<name>". */
   readonly chartSources = new Map<string, Record<string, unknown>>()
+  /** Thrown by every read of a chart source (a role without get on it). */
+  chartSourceError: Error | undefined
 
   async getChartSource(ref: ChartSourceRef): Promise<ChartSource | undefined> {
+    if (this.chartSourceError !== undefined) throw this.chartSourceError
     const object = this.chartSources.get(`${ref.namespace}/${ref.name}`)
     return object === undefined ? undefined : toChartSource(object)
   }

@@ -1,6 +1,7 @@
-// A chart bump's first half: the OCIRepository a release's chartRef names holds the commit's
-// spec, and source-controller has fetched the artifact it names (or said why it cannot). Only
-// then is the release patched or waited for, so no upgrade runs on the old chart with new values.
+// A chart bump's first half: the chart source a release's chartRef names (an OCIRepository or a
+// HelmChart) holds the commit's spec, and source-controller has fetched the artifact it names
+// (or said why it cannot). Only then is the release patched or waited for, so no upgrade runs
+// on the old chart with new values.
 
 import { chartSourceState, type ChartSourceState } from '../../core/chart-source.ts'
 import { chartSourceId, releaseKey, type ChartChange, type PlannedRelease } from '../../core/model.ts'
@@ -16,16 +17,16 @@ type Waited = ChartSourceState | { readonly kind: 'unreadable'; readonly message
 
 export type ChartFetch = Extract<ChartSourceState, { kind: 'fetched' }> | { readonly kind: 'settled'; readonly result: ReleaseResult }
 
-/**
- * Polls each chart source once per step, however many releases name it, until it is fetched,
- * has failed, or the deadline passes. The result of a release whose chart did not arrive says why.
- */
 export interface ChartFetcher {
   fetch(planned: PlannedRelease & { readonly chart: ChartChange }): Promise<ChartFetch>
   /** The artifact revision fetched for a chart source (by chartSourceId), once it was. */
   revisions(): ReadonlyMap<string, string>
 }
 
+/**
+ * Polls each chart source once per step, however many releases name it, until it is fetched,
+ * has failed, or the deadline passes. The result of a release whose chart did not arrive says why.
+ */
 export function chartFetcher(cluster: ClusterClient, deadline: number, deps: { readonly clock: Clock; readonly log: Logger }): ChartFetcher {
   const waits = new Map<string, Promise<Waited>>()
   const fetched = new Map<string, string>()
@@ -35,7 +36,7 @@ export function chartFetcher(cluster: ClusterClient, deadline: number, deps: { r
       try {
         live = await cluster.getChartSource(change)
       } catch (error) {
-        // Forbidden (the role lacks get ocirepositories) or the apiserver gone: this release's result says so, the others go on.
+        // Forbidden (the role lacks get on the chart source) or the apiserver gone: the releases naming it say so, the others go on.
         return { kind: 'unreadable', message: messageOf(error) }
       }
       const state = chartSourceState(live, change)

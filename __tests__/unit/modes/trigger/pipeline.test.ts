@@ -4,7 +4,7 @@ import { parseSettings, type Settings } from '../../../../src/settings.ts'
 import { Status } from '../../../../src/engine/result.ts'
 import { runTrigger, type RunContext, type TriggerDeps } from '../../../../src/modes/trigger/pipeline.ts'
 import { FakeCluster, FakeClock, FakeGit, recordingWaiter } from '../../../../test/support/fakes.ts'
-import { ConflictError } from '../../../../src/kube/api-error.ts'
+import { ConflictError, ForbiddenError } from '../../../../src/kube/api-error.ts'
 import { triggerConfigMap } from '../../../../test/support/manifests.ts'
 import { ociRepository, release as renderedRelease, renderedSource, repo } from '../../../../test/support/rendered.ts'
 import type { RenderRange } from '../../../../src/modes/trigger/pipeline.ts'
@@ -479,6 +479,20 @@ describe('runTrigger on a chart source change', () => {
     expect(report.results[0]?.message).toBe(
       'not upgraded: source-controller could not fetch the chart OCIRepository/apps/demo names since the commit (spec.ref.tag, apps/demo/repository.yaml:9): failed to determine artifact digest: MANIFEST_UNKNOWN',
     )
+  })
+
+  it('fails only the releases naming a chart source the role cannot read, naming the rule', async () => {
+    const denied = cluster(fetched())
+    denied.chartSourceError = new ForbiddenError(
+      'Forbidden: cannot get ocirepositories.source.toolkit.fluxcd.io demo in namespace apps. Grant the identity this RBAC rule: apiGroups: ["source.toolkit.fluxcd.io"], resources: ["ocirepositories"], verbs: ["get"]',
+    )
+    const report = await runTrigger(settings(), pushContext('a', 'b'), { ...deps(git, denied), render: withValues, outcome: recordingWaiter([]) })
+    expect(denied.patches).toEqual([])
+    expect(report.results.map((r) => [r.name, r.status, r.reason])).toEqual([['app', Status.Failed, 'ChartNotFetched']])
+    expect(report.results[0]?.message).toContain(
+      'not patched: OCIRepository/apps/demo (spec.ref.tag, apps/demo/repository.yaml:9) could not be read: Forbidden',
+    )
+    expect(report.results[0]?.message).toContain('resources: ["ocirepositories"], verbs: ["get"]')
   })
 
   it('reports the chart change without waiting when wait is off', async () => {
