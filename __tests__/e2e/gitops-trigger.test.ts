@@ -11,8 +11,8 @@ import { stringify } from 'yaml'
 import type { ActionRun } from '../../test/support/action.ts'
 import { demoChart } from '../../test/support/chart.ts'
 import { useCluster } from '../../test/support/context.ts'
-import { chartRepositoryName, helmRelease, manifestText } from '../../test/support/flux.ts'
-import { fluxTree, generatedValuesApp, kustomization, podinfoRelease } from '../../test/support/gitops.ts'
+import { chartRepositoryName } from '../../test/support/flux.ts'
+import { fluxTree, generatedValuesApp, kustomization, podinfoChartRefRelease, podinfoRelease } from '../../test/support/gitops.ts'
 import { bootstrap as bootstrapLoop, pushAndRun as pushAndRunLoop, type Loop } from '../../test/support/gitops-loop.ts'
 import { kustomizeBinary } from '../../test/support/kustomize.ts'
 import { tableUnder } from '../../test/support/markdown.ts'
@@ -129,14 +129,7 @@ describe('a chart bump through the GitOps loop: a commit changes the HelmChart t
       ...fluxTree({ namespace, chartRepoUrl: cluster.chartRepoUrl }),
       ...generatedValuesApp(namespace, 'greeting: hello\n'),
       'apps/podinfo/chart.yaml': chart(namespace, '0.1.0'),
-      'apps/podinfo/release.yaml': manifestText(
-        helmRelease({
-          namespace,
-          name: 'podinfo',
-          chartRef: { kind: 'HelmChart', name: 'podinfo' },
-          valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }],
-        }),
-      ),
+      'apps/podinfo/release.yaml': podinfoChartRefRelease(namespace, 'HelmChart'),
       'apps/podinfo/kustomization.yaml': kustomization({
         resources: ['repository.yaml', 'chart.yaml', 'release.yaml'],
         configMapGenerator: [{ name: 'podinfo-values', files: ['values.yaml'], options: { disableNameSuffixHash: true } }],

@@ -12,7 +12,7 @@ import { runAction, type ActionRun } from '../../test/support/action.ts'
 import { demoChart } from '../../test/support/chart.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { helmRelease, isReady, manifestText, OCI_REPOSITORY, ociRepository, type FluxObject, type HelmReleaseOptions } from '../../test/support/flux.ts'
-import { fluxTree, generatedValuesApp } from '../../test/support/gitops.ts'
+import { fluxTree, generatedValuesApp, podinfoChartRefRelease } from '../../test/support/gitops.ts'
 import { bootstrap, pushAndRun, type Loop } from '../../test/support/gitops-loop.ts'
 import { kustomizeBinary } from '../../test/support/kustomize.ts'
 import { tableUnder } from '../../test/support/markdown.ts'
@@ -130,14 +130,7 @@ describe('a chart bump through the GitOps loop: a commit changes the OCIReposito
       ...fluxTree({ namespace, chartRepoUrl: cluster.chartRepoUrl }),
       ...generatedValuesApp(namespace, values('hello')),
       'apps/podinfo/repository.yaml': repository(namespace, '0.1.0'),
-      'apps/podinfo/release.yaml': manifestText(
-        helmRelease({
-          namespace,
-          name: 'podinfo',
-          chartRef: { kind: 'OCIRepository', name: 'podinfo' },
-          valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }],
-        }),
-      ),
+      'apps/podinfo/release.yaml': podinfoChartRefRelease(namespace, 'OCIRepository'),
     }))
   }, 45 * 60_000)
   afterAll(() => registry?.close())

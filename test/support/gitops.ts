@@ -4,7 +4,7 @@
 // Plain data: file path → content.
 
 import { stringify } from 'yaml'
-import { chartRepositoryName } from './flux.ts'
+import { chartRepositoryName, helmRelease, manifestText } from './flux.ts'
 
 export const CLUSTER_ROOT = 'clusters/demo'
 /** The GitRepository the root Kustomization and `apps` read (the one bootstrap applies by hand). */
@@ -64,6 +64,13 @@ export function podinfoRelease(namespace: string, valuesFrom: readonly Readonly<
       valuesFrom,
     },
   })
+}
+
+/** The podinfo HelmRelease reading its chart through `chartRef` (an OCIRepository or HelmChart named podinfo) and its generated values. */
+export function podinfoChartRefRelease(namespace: string, kind: 'OCIRepository' | 'HelmChart'): string {
+  return manifestText(
+    helmRelease({ namespace, name: 'podinfo', chartRef: { kind, name: 'podinfo' }, valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }] }),
+  )
 }
 
 /** apps/podinfo with its values generated from values.yaml (no hash suffix), as Flux's guides do. */
