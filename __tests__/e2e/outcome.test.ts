@@ -177,7 +177,13 @@ describe('a release with the RetryOnFailure upgrade strategy', () => {
     await cluster.applyValues(f.namespace, 'greeting: salut')
     const fixed = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: salut') })
     expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0)
-    expect(parsed(fixed, 'triggered')).toEqual([expect.objectContaining({ name: 'app', status: 'Upgraded' })])
+    expect(parsed(fixed, 'failed')).toEqual([])
+    // helm-controller also retries such a release on its own, and may deploy the fix before the
+    // run's first read: then the run truthfully finds it Unchanged at that revision.
+    const [result, ...others] = parsed(fixed, 'triggered')
+    expect(others).toEqual([])
+    expect(result).toMatchObject({ name: 'app' })
+    expect(['Upgraded', 'Unchanged'], JSON.stringify(result)).toContain(result?.status)
     expect(await renderedGreeting(f.namespace)).toBe('salut')
   })
 })
