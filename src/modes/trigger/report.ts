@@ -202,7 +202,8 @@ function specTable(releases: readonly PlannedRelease[]): string[] {
   return ['', '| HelmRelease | Change | Fields | File |', '| --- | --- | --- | --- |', ...rows]
 }
 
-function fieldList(fields: readonly string[]): string {
+/** Changed fields as code spans, comma-separated: the summary's, the check's and the pull request's one format. */
+export function fieldList(fields: readonly string[]): string {
   return fields.map((f) => code(f)).join(', ')
 }
 

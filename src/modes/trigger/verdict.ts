@@ -8,7 +8,7 @@ import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/rep
 import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
-import { failureOf, resultTable, valueChanges } from './report.ts'
+import { failureOf, fieldList, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
   readonly failOn: FailOn
@@ -124,21 +124,17 @@ function planSection(plan: TriggerReport['plan']): string[] {
       ...(r.spec === undefined
         ? []
         : [
-            `| ${code(releaseKey(r))} | ${code(`HelmRelease/${releaseKey(r)}`)} | ${r.spec.change} | its spec: ${fields(r.spec.fields)} | ${code(location(r.spec.origin))} |`,
+            `| ${code(releaseKey(r))} | ${code(`HelmRelease/${releaseKey(r)}`)} | ${r.spec.change} | its spec: ${fieldList(r.spec.fields)} | ${code(location(r.spec.origin))} |`,
           ]),
       ...(r.chart === undefined
         ? []
         : [
-            `| ${code(releaseKey(r))} | ${code(chartSourceId(r.chart))} | modified | its chart (chartRef): ${fields(r.chart.fields)} | ${code(location(r.chart.origin))} |`,
+            `| ${code(releaseKey(r))} | ${code(chartSourceId(r.chart))} | modified | its chart (chartRef): ${fieldList(r.chart.fields)} | ${code(location(r.chart.origin))} |`,
           ]),
     ]),
   ]
   if (rows.length === 0) return ['### Plan', '', 'No release would be triggered.']
   return fit(['### Plan', '', '| Release | Source | Change | Why | File |', '| --- | --- | --- | --- | --- |', ...rows], TABLE_BUDGET)
-}
-
-function fields(names: readonly string[]): string {
-  return names.map((f) => code(f)).join(', ')
 }
 
 function reasonText(reason: string): string {
