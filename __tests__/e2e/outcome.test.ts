@@ -87,6 +87,21 @@ async function renderedGreeting(namespace: string): Promise<string | undefined> 
 const fleets: Fleet[] = []
 afterAll(() => fleets.forEach((f) => f.repo.cleanup()))
 
+/**
+ * Applies values the demo chart refuses to render and pushes them, as kustomize-controller
+ * would have applied them: the run fails with helm-controller's UpgradeFailed and its message.
+ */
+async function pushRejectedValues(f: Fleet): Promise<{ broken: ActionRun; failed: ReturnType<typeof parsed>[number] | undefined }> {
+  const values = 'greeting: bonjour\nfail: values rejected by the demo chart'
+  await cluster.applyValues(f.namespace, values)
+  const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, values) })
+  expect(broken.exitCode).toBe(1)
+  const [failed] = parsed(broken, 'failed')
+  expect(failed, JSON.stringify(failed)).toMatchObject({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })
+  expect(failed?.message).toContain('values rejected by the demo chart')
+  return { broken, failed }
+}
+
 describe('trigger and wait, with the real helm-controller', () => {
   let f: Fleet
   beforeAll(async () => {
@@ -115,12 +130,7 @@ describe('trigger and wait, with the real helm-controller', () => {
   })
 
   it("fails with helm-controller's message when the values break the chart", async () => {
-    await cluster.applyValues(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
-    const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
-    expect(broken.exitCode).toBe(1)
-    const [failed] = parsed(broken, 'failed')
-    expect(failed, JSON.stringify(failed)).toMatchObject({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })
-    expect(failed?.message).toContain('values rejected by the demo chart')
+    const { broken } = await pushRejectedValues(f)
     expect(broken.summary).toContain('values rejected by the demo chart')
     const warnings = await cluster.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector: 'reason=UpgradeFailed,type=Warning' })
     expect(warnings.items.map((e) => e.message).join('\n')).toContain('values rejected by the demo chart')
@@ -163,12 +173,7 @@ describe('a release with the RetryOnFailure upgrade strategy', () => {
     // helm-controller neither remediates nor stalls such a release: it retries on its own at retryInterval.
     const f = await fleet('e2e-retry', 'hello', { upgrade: { disableWait: true, strategy: { name: 'RetryOnFailure', retryInterval: '1h' } } })
     fleets.push(f)
-    await cluster.applyValues(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart')
-    const broken = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: bonjour\nfail: values rejected by the demo chart') })
-    expect(broken.exitCode).toBe(1)
-    const [failed] = parsed(broken, 'failed')
-    expect(failed, JSON.stringify(failed)).toMatchObject({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })
-    expect(failed?.message).toContain('values rejected by the demo chart')
+    const { failed } = await pushRejectedValues(f)
     // The committer learns the release is not stuck: helm-controller retries it on its own.
     expect(failed?.message).toContain('(helm-controller keeps retrying; 1 failure so far)')
     const conditions = ((await cluster.getHelmRelease(f.namespace, 'app')).status?.conditions ?? []) as { type: string; status: string }[]
