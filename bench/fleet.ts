@@ -4,10 +4,9 @@
 // is a fresh `node cli.js` process (the bundle), run one after another as matrix jobs on their
 // own runners would be; `--force` makes every run patch the same releases. Memory is watched:
 // no further apiserver starts when free memory drops under 2 GiB. The plan renders each cluster
-// root with kustomize (the pinned one, or --kustomize PATH) and counts the builds it ran;
-// `--plan-only` measures that plan alone, without apiservers.
+// root in the bundle's sandboxed renderer; `--plan-only` measures that plan alone, without apiservers.
 //
-//   node --experimental-strip-types bench/fleet.ts [--clusters 10] [--releases 50] [--changed 10] [--filler 2000] [--plan-only] [--kustomize PATH]
+//   node --experimental-strip-types bench/fleet.ts [--clusters 10] [--releases 50] [--changed 10] [--filler 2000] [--plan-only]
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
@@ -19,7 +18,6 @@ import { startCluster, type LocalCluster } from '../test/support/cluster.ts'
 import { fleetRepoFiles, type FleetClusterSpec } from '../test/support/fleet-repo.ts'
 import { HELM_RELEASE, helmRelease } from '../test/support/flux.ts'
 import { createNamespace, multiContextKubeconfigYaml } from '../test/support/kube.ts'
-import { kustomizeBinary, loggingKustomize } from '../test/support/kustomize.ts'
 import { createRepo } from '../test/support/repo.ts'
 import { formatTable, mapLimit, median, ms, now, runOk } from './lib.ts'
 
@@ -30,7 +28,6 @@ const { values } = parseArgs({
     changed: { type: 'string', default: '10' },
     filler: { type: 'string', default: '2000' },
     'plan-only': { type: 'boolean', default: false },
-    kustomize: { type: 'string' },
   },
 })
 const N = Number(values.clusters)
@@ -57,7 +54,6 @@ try {
   log(`building the bundle`)
   await runOk('node', ['scripts/bundle.mjs', join(work, 'dist')], { timeoutMs: 120_000 })
   const cli = join(work, 'dist', 'cli.js')
-  const kustomize = loggingKustomize(values.kustomize ?? (await kustomizeBinary((line) => log(line))), work)
   const names = Array.from({ length: N }, (_, i) => `c${String(i + 1).padStart(2, '0')}`)
   const specs: FleetClusterSpec[] = names.map((name) => ({ name, namespace: 'apps', releases: Array.from({ length: RELEASES }, (_, r) => `r${r}`) }))
 
@@ -73,19 +69,18 @@ try {
   repo.commit('fleet')
   repo.write(fleetRepoFiles(specs, (_, r) => (changed(r) ? 'two' : 'one')))
   const head = repo.commit('values of every cluster')
-  const rendering = ['--kustomize-path', kustomize.path]
 
   if (values['plan-only']) {
     const planFile = join(work, 'fleet-plan.json')
     const t0 = now()
-    await runOk('node', [cli, 'plan', '--clusters', 'discover', '--plan', planFile, '--head', head, ...rendering], { cwd: repo.dir, timeoutMs: 300_000 })
+    await runOk('node', [cli, 'plan', '--clusters', 'discover', '--plan', planFile, '--head', head], { cwd: repo.dir, timeoutMs: 300_000 })
     const planMs = now() - t0
     const plan = JSON.parse(readFileSync(planFile, 'utf8')) as { clusters: { rendered?: boolean; plan: { releases: unknown[] } }[] }
     const rendered = plan.clusters.filter((c) => c.rendered === true).length
     const releases = plan.clusters.reduce((n, c) => n + c.plan.releases.length, 0)
     process.stdout.write(
       `\nFleet plan: ${N} cluster roots (${rendered} rendered), ${RELEASES} releases each (${CHANGED} changed per cluster), ${FILLER} unrelated YAML files; commit ${head.slice(0, 12)}\n` +
-        `plan once, all clusters: ${ms(planMs)}; ${kustomize.builds().length} kustomize builds; ${releases} releases planned; load average at the end ${loadavg()
+        `plan once, all clusters: ${ms(planMs)}; ${releases} releases planned; load average at the end ${loadavg()
           .map((l) => l.toFixed(2))
           .join(' ')}\n`,
     )
@@ -140,13 +135,13 @@ try {
   }
 
   const planFile = join(work, 'fleet-plan.json')
-  const planMs = await timed(['plan', '--clusters', 'discover', '--plan', planFile, '--head', head, ...rendering])
+  const planMs = await timed(['plan', '--clusters', 'discover', '--plan', planFile, '--head', head])
   const partMs: number[] = []
   for (const name of names.slice(0, clusters.length))
     partMs.push(await timed(['trigger', '--plan', planFile, '--cluster', name, '--context', name, ...common], 'fromPlan'))
   const replanMs: number[] = []
   for (const name of names.slice(0, clusters.length)) {
-    replanMs.push(await timed(['trigger', '--head', head, '--cluster-root', `clusters/${name}`, ...rendering, '--context', name, ...common], 'replanned'))
+    replanMs.push(await timed(['trigger', '--head', head, '--cluster-root', `clusters/${name}`, '--context', name, ...common], 'replanned'))
   }
   const fleetTotal = planMs + partMs.reduce((a, b) => a + b, 0)
   const replanTotal = replanMs.reduce((a, b) => a + b, 0)

@@ -2,16 +2,17 @@
 // (each app: a generated values ConfigMap feeding a HelmRelease, plus 18 plain manifests),
 // all under one bootstrap Kustomization at clusters/bench. Ours: renderChange (list both
 // commits, find the Kustomizations, build what the range touched, Flux's layer, provenance)
-// for a commit editing one app's values.yaml, and for a full re-render at head. Floor: the
-// real kustomize alone building the same directories (root + the app, or all 51), at the same
+// for a commit editing one app's values.yaml, and for a full re-render at head, every build in
+// the sandboxed renderer (Flux's kustomize code in WebAssembly). Floor: the real, native
+// kustomize alone building the same directories (root + the app, or all 51), at the same
 // concurrency, on an already checked-out tree.
 
 import { writeFile, mkdir, rm, mkdtemp } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createGitReader } from '../src/git/reader.ts'
-import { kustomizeAt } from '../src/kustomize/kustomize.ts'
 import { renderChange } from '../src/render/render-change.ts'
+import { createSandbox } from '../src/sandbox/sandbox.ts'
 import { kustomizeAlone, kustomizeBinary } from '../test/support/kustomize.ts'
 import { fig, mapLimit, median, ms, now, num, ratio, runOk, target, type Figure, type ScenarioResult } from './lib.ts'
 
@@ -40,6 +41,7 @@ const ROOT = 'clusters/bench'
 export async function renderScenario(options: RenderOptions): Promise<ScenarioResult<RenderRow>> {
   const binary = await kustomizeBinary(options.log)
   const dir = await mkdtemp(join(tmpdir(), 'hrt-bench-render-'))
+  const sandbox = createSandbox()
   try {
     const git = (...args: string[]): Promise<string> => runOk('git', args, { cwd: dir, timeoutMs: 120_000 })
     await git('init', '-q', '-b', 'main')
@@ -55,7 +57,6 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
     await git('commit', '-qam', 'one app')
     const head = (await git('rev-parse', 'HEAD')).trim()
     const reader = await createGitReader({ cwd: dir })
-    const kustomize = kustomizeAt(binary, [])
     const concurrency = availableParallelism()
     const manifests = options.apps * options.manifestsPerApp
 
@@ -85,7 +86,7 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
     const oneApp = await measurePair(
       'one-app commit',
       async () => {
-        const r = await renderChange(reader, { base, head, changedFiles: [edited], repositoryUrl: URL, clusterRoot: ROOT, kustomize, concurrency })
+        const r = await renderChange(reader, { base, head, changedFiles: [edited], repositoryUrl: URL, clusterRoot: ROOT, sandbox, concurrency })
         return (r?.head.objects.length ?? 0) + (r?.base.objects.length ?? 0)
       },
       async () => {
@@ -102,7 +103,7 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
           changedFiles: [],
           repositoryUrl: URL,
           clusterRoot: ROOT,
-          kustomize,
+          sandbox,
           concurrency,
           scope: 'all',
         })
@@ -150,6 +151,7 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
       ],
     }
   } finally {
+    await sandbox.close()
     await rm(dir, { recursive: true, force: true })
   }
 }

@@ -1,13 +1,15 @@
-// Builds dist/index.js (the action), dist/cli.js (the CLI) and dist/parse-worker.js (their
-// plan's parse threads): one ESM file each, every dependency inlined, reproducible (no
-// timestamps, no absolute paths), so a test can check that the committed dist/ equals a
-// fresh build.
+// Builds dist/index.js (the action), dist/cli.js (the CLI), dist/parse-worker.js (their
+// plan's parse threads), dist/sandbox-worker.js (the renderer's threads) and
+// dist/renderer.wasm.br (the sandboxed renderer, Go compiled to WebAssembly, brotli-compressed):
+// every dependency inlined, reproducible (no timestamps, no absolute paths), so a test can check
+// that the committed dist/ equals a fresh build.
 // The bundles inline third-party code, so dist/THIRD-PARTY-NOTICES.txt carries the licence
-// of every package that ends up in them.
+// of every package and Go module that ends up in them.
 // Usage: node scripts/bundle.mjs [outdir]   (default dist)
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { buildRenderer } from './renderer.mjs'
 
 const outdir = process.argv[2] ?? 'dist'
 
@@ -37,10 +39,16 @@ const cli = await build({
 // The plan's parse threads (src/git/parse-pool.ts) load it from next to index.js and cli.js.
 const parseWorker = await build({ ...shared, metafile: true, entryPoints: ['src/git/parse-worker.ts'], outfile: join(outdir, 'parse-worker.js') })
 
-writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile, parseWorker.metafile]))
+// The renderer's threads (src/sandbox/sandbox.ts) load it from next to index.js and cli.js, and
+// the module (src/sandbox/renderer-module.ts) from the same place.
+const sandboxWorker = await build({ ...shared, metafile: true, entryPoints: ['src/sandbox/worker.ts'], outfile: join(outdir, 'sandbox-worker.js') })
+const renderer = buildRenderer()
+writeFileSync(join(outdir, 'renderer.wasm.br'), renderer.compressed)
 
-/** One section per bundled package (name, version, licence text), sorted, reproducible. */
-function notices(metafiles) {
+writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices([action.metafile, cli.metafile, parseWorker.metafile, sandboxWorker.metafile], renderer.modules))
+
+/** One section per bundled package (name, version, licence text) and per Go module of the renderer, sorted, reproducible. */
+function notices(metafiles, modules) {
   const dirs = new Set()
   for (const metafile of metafiles) {
     for (const input of Object.keys(metafile.inputs)) {
@@ -54,6 +62,7 @@ function notices(metafiles) {
     const text = file ? readFileSync(join(dir, file), 'utf8').trim() : `License: ${pkg.license ?? 'see the package'}`
     return { key: `${pkg.name}@${pkg.version}`, text }
   })
+  for (const m of modules) sections.push({ key: `${m.path}@${m.version} (Go module, in renderer.wasm.br)`, text: m.licence })
   const unique = new Map(sections.map((s) => [s.key, s.text]))
   const keys = [...unique.keys()].sort()
   const header = 'helmrelease-trigger bundles the following packages. Their licences follow.\n'

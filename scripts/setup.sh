@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need, from scratch on a fresh machine and as a
-# no-op when nothing changed: npm packages (Node 24 among them, from the node@24 package)
-# and the local cluster's Go-built binaries and the sops/age test tools (cached under
-# ~/.cache, keyed by their pins).
+# no-op when nothing changed: npm packages (Node 24 among them, from the node@24 package),
+# the sandboxed renderer and the local cluster's Go-built binaries and the sops/age test tools
+# (cached under ~/.cache, keyed by their pins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +35,10 @@ if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
+
+# The sandboxed renderer (renderer/, Go → WebAssembly), cached by its inputs: the dist/ freshness
+# test compares the committed dist/renderer.wasm.br with it.
+node_modules/.bin/node scripts/renderer.mjs
 
 test/cluster/build.sh kube source-controller helm-controller kustomize-controller registry kustomize sops
 # The other Flux versions the end-to-end tests also run on (scripts/test.sh).

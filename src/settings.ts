@@ -90,8 +90,8 @@ export interface Settings {
   readonly clusterRoot: string | undefined
   /** `<namespace>/<name>` of the GitRepository that fetches this repository, when its URL does not say. */
   readonly gitRepository: string | undefined
-  /** kustomize executable for rendering Flux Kustomizations; undefined: `kustomize`, else `kubectl kustomize`, from PATH. */
-  readonly kustomizePath: string | undefined
+  /** One sentence per deprecated input that was set: what replaces it. The entries print them as warnings. */
+  readonly deprecations: readonly string[]
   /** recover: a Ready=False message matching any of these is transient (one pattern per line, case-insensitive, multiline). */
   readonly recoverPatterns: readonly RegExp[]
   /** recover: attempts per release until it is Ready again. */
@@ -153,6 +153,16 @@ export type InputReader = (name: string) => string
 
 export const DEFAULT_PATHS: readonly string[] = ['**/*.yaml', '**/*.yml']
 
+/** Inputs still accepted but no longer used. */
+function deprecations(read: InputReader): string[] {
+  const out: string[] = []
+  if (read('kustomize-path').trim() !== '')
+    out.push(
+      "Input 'kustomize-path' is deprecated and ignored: Flux Kustomizations are rendered by Flux's own kustomize code, built into helmrelease-trigger and sandboxed; remove the input.",
+    )
+  return out
+}
+
 export function parseSettings(read: InputReader): Settings {
   const kubeconfig = read('kubeconfig').trim()
   return {
@@ -183,7 +193,7 @@ export function parseSettings(read: InputReader): Settings {
     fromGit: bool(read, 'from-git', false),
     clusterRoot: clusterRoot(read),
     gitRepository: gitRepository(read),
-    kustomizePath: optional(read, 'kustomize-path'),
+    deprecations: deprecations(read),
     recoverPatterns: patterns(read),
     recoverMaxAttempts: integer(read, 'recover-max-attempts', 3, { min: 1, max: 100 }),
     recoverBackoffMs: duration(read, 'recover-backoff', '5m'),

@@ -1,10 +1,13 @@
 // The npm package is what `npx helmrelease-trigger` runs: packed, installed with no network
-// and no dependencies to fetch (the bundle inlines them), its bin must work.
+// and no dependencies to fetch (the bundle inlines them, the renderer ships in it), its bin must
+// work, and plan a Flux repository with no kustomize on the machine.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { bootstrapText, repositoryKustomization } from '../../test/support/flux.ts'
+import { createRepo } from '../../test/support/repo.ts'
 
 const root = join(import.meta.dirname, '..', '..')
 const scratch = mkdtempSync(join(tmpdir(), 'hrt-pack-'))
@@ -30,6 +33,8 @@ describe('the npm package', () => {
       'dist/cli.js',
       'dist/index.js',
       'dist/parse-worker.js',
+      'dist/renderer.wasm.br',
+      'dist/sandbox-worker.js',
       'package.json',
     ])
 
@@ -41,5 +46,30 @@ describe('the npm package', () => {
     expect(help).toMatch(/^Usage: helmrelease-trigger /)
     const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'helmrelease-trigger', 'package.json'), 'utf8')) as { engines?: { node?: string } }
     expect(manifest.engines?.node).toBe('>=22.19.0')
+
+    // A Flux repository planned as Flux applies it, by the installed package alone: PATH holds git and node only.
+    const repo = createRepo('hrt-pack-repo-')
+    try {
+      repo.write({
+        'clusters/prod/flux-system/gotk-sync.yaml': bootstrapText('https://github.com/acme/fleet', './clusters/prod'),
+        'clusters/prod/apps.yaml': repositoryKustomization('apps', './apps', { targetNamespace: 'web' }),
+        'apps/kustomization.yaml': 'resources: [release.yaml]\nconfigMapGenerator: [{name: web-values, files: [values.yaml], options: {disableNameSuffixHash: true}}]\n',
+        'apps/release.yaml': 'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web}\nspec:\n  valuesFrom: [{kind: ConfigMap, name: web-values}]\n',
+        'apps/values.yaml': 'replicas: 1\n',
+      })
+      const base = repo.commit('fleet')
+      repo.write({ 'apps/values.yaml': 'replicas: 2\n' })
+      const head = repo.commit('two replicas')
+      const path = [join(process.execPath, '..'), '/usr/bin', '/bin'].join(':')
+      const plan = execFileSync(
+        join(app, 'node_modules', '.bin', 'helmrelease-trigger'),
+        ['plan', '--base', base, '--head', head, '--github-repository', 'acme/fleet', '--json'],
+        { cwd: repo.dir, encoding: 'utf8', env: { PATH: path, HOME: scratch } },
+      )
+      const releases = (JSON.parse(plan) as { plan: { releases: { namespace: string; name: string }[] } }).plan.releases
+      expect(releases.map((r) => `${r.namespace}/${r.name}`)).toEqual(['web/web'])
+    } finally {
+      repo.cleanup()
+    }
   }, 120_000)
 })

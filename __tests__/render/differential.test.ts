@@ -1,5 +1,6 @@
 // Differential test: a generated corpus of Flux repository layouts (test/support/render-corpus.ts)
-// rendered by renderChange, compared with the real kustomize run alone on the same trees. Where
+// rendered by renderChange (Flux's kustomize code in the sandbox), compared with the real, native
+// kustomize run alone on the same trees. Where
 // Flux adds semantics on top of kustomize (targetNamespace, Flux patches, postBuild substitution,
 // the kustomization.yaml it generates for plain directories) the expectation is kustomize's
 // output with Flux's documented rule applied, or the plain files themselves.
@@ -10,8 +11,8 @@ import { parseAllDocuments } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RenderedObject } from '../../src/core/rendered.ts'
 import { createGitReader } from '../../src/git/reader.ts'
-import { kustomizeAt } from '../../src/kustomize/kustomize.ts'
 import { renderChange, type RenderedChange } from '../../src/render/render-change.ts'
+import { createSandbox } from '../../src/sandbox/sandbox.ts'
 import { kustomizeAlone, kustomizeBinary } from '../../test/support/kustomize.ts'
 import { CLUSTER_ROOT, CLUSTER_VALUE, CORPUS_URL, corpusLayouts, corpusRepository, type Layout } from '../../test/support/render-corpus.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
@@ -64,6 +65,7 @@ describe('rendering matches the real kustomize over a generated corpus', () => {
   let repo: Repo
   let binary: string
   let rendered: RenderedChange
+  const sandbox = createSandbox()
 
   beforeAll(async () => {
     binary = await kustomizeBinary()
@@ -77,13 +79,16 @@ describe('rendering matches the real kustomize over a generated corpus', () => {
       changedFiles: [],
       repositoryUrl: CORPUS_URL,
       clusterRoot: CLUSTER_ROOT,
-      kustomize: kustomizeAt(binary, []),
+      sandbox,
       scope: 'all',
     })
     if (result === undefined) throw new Error('the corpus has Flux Kustomizations; renderChange must not fall back')
     rendered = result
   })
-  afterAll(() => repo?.cleanup())
+  afterAll(async () => {
+    repo?.cleanup()
+    await sandbox.close()
+  })
 
   it('renders every Kustomization of the chain (root, nested two levels deep) without a problem', () => {
     expect(rendered.head.problems).toEqual([])

@@ -1,15 +1,12 @@
 // The fleet plan on a generated Flux repository of three clusters (staging, prod-eu, prod-us),
-// rendered by the real kustomize through the fleet's own wiring (settings → planFleet): the
-// clusters share the apps' bases (hash suffix on for some, off for others) and an
+// rendered by Flux's kustomize code in the sandbox, through the fleet's own wiring (settings →
+// planFleet): the clusters share the apps' bases (hash suffix on for some, off for others) and an
 // infrastructure Kustomization of one path, each with its own overlays and postBuild values.
 // Commits that touch only a shared base, only one cluster's overlay, and only one cluster's
 // release spec each give the matrix of exactly the clusters they change, with the releases and
 // the file:line edited; the shared Kustomization is built once for all three clusters; a build
 // that fails on one cluster is one problem naming it, and the others are still planned.
 
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGitReader } from '../../src/git/reader.ts'
 import { matrixOf, readPlanFile, writePlanFile, type FleetPlan } from '../../src/modes/fleet/fleet-plan.ts'
@@ -25,28 +22,26 @@ import {
   releasePatch,
   values,
 } from '../../test/support/flux-guide.ts'
-import { kustomizeBinary, loggingKustomize } from '../../test/support/kustomize.ts'
+import { countingSandbox } from '../../test/support/sandbox.ts'
 import { triggerConfigMap } from '../../test/support/manifests.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
 const CLUSTERS = ['staging', 'prod-eu', 'prod-us']
-const dir = mkdtempSync(join(tmpdir(), 'hrt-fleet-render-'))
 let repo: Repo
-let kustomize: ReturnType<typeof loggingKustomize>
+const sandbox = countingSandbox()
 
 const legacyValues = (level: string) => triggerConfigMap({ name: 'legacy-values', namespace: 'legacy', releases: 'legacy', values: `level: ${level}\n` })
 
 beforeAll(async () => {
-  kustomize = loggingKustomize(await kustomizeBinary(), dir)
   repo = createRepo('hrt-fleet-render-repo-')
   // A directory no Flux Kustomization applies, listed as a cluster root: planned file by file.
   repo.write({ ...fluxGuideRepository({ clusters: CLUSTERS, infrastructure: true }), 'legacy/values.yaml': legacyValues('one') })
   repo.commit('three clusters')
 })
 
-afterAll(() => {
+afterAll(async () => {
+  await sandbox.close()
   repo?.cleanup()
-  rmSync(dir, { recursive: true, force: true })
 })
 
 /** Commits `edit` on top of the last commit and plans the push for `clusters` (default: discovered). */
@@ -54,11 +49,11 @@ async function planPush(edit: Record<string, string>, clusters = 'discover'): Pr
   const before = repo.git('rev-parse', 'HEAD')
   repo.write(edit)
   const after = repo.commit(Object.keys(edit).join(', '))
-  const inputs: Record<string, string> = { clusters, 'kustomize-path': kustomize.path }
+  const inputs: Record<string, string> = { clusters }
   const settings = parseSettings((name) => inputs[name] ?? '')
   const reader = await createGitReader({ cwd: repo.dir })
   const context = { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined, refused: undefined }
-  return planFleet(settings, context, reader, { repositoryUrl: FLUX_GUIDE_URL })
+  return planFleet(settings, context, reader, { repositoryUrl: FLUX_GUIDE_URL, sandbox })
 }
 
 const unhashed = (id: string) => id.replace(/-[a-z0-9]{10}$/, '-<hash>')
@@ -84,9 +79,9 @@ function parts(plan: FleetPlan): Record<string, string[]> {
 
 const matrix = (plan: FleetPlan) => matrixOf(plan).include.map((e) => `${e.cluster}:${e.releases}`)
 const errors = (plan: FleetPlan) => plan.clusters.flatMap((c) => c.plan.problems.filter((p) => p.severity !== 'notice').map((p) => `${c.name}: ${p.message}`))
-const infrastructureBuilds = () => kustomize.builds().filter((b) => b.endsWith(`/${INFRASTRUCTURE}`)).length
+const infrastructureBuilds = () => sandbox.builds.filter((b) => b === INFRASTRUCTURE).length
 
-describe('the fleet plan of a repository of three clusters, each root rendered by the real kustomize', () => {
+describe('the fleet plan of a repository of three clusters, each root rendered by Flux’s kustomize code', () => {
   it('a commit to the shared bases changes every cluster, and the shared Kustomization is built once for all three', async () => {
     const built = infrastructureBuilds()
     const plan = await planPush({

@@ -1,5 +1,5 @@
 // The plan on a repository laid out as Flux's guides recommend (test/support/flux-guide.ts), rendered
-// by the real kustomize from a real git repository through the trigger's own wiring (settings →
+// by Flux’s kustomize code in the sandbox from a real git repository through the trigger's own wiring (settings →
 // renderRangeOf → preparePlan): a commit editing several values files and one HelmRelease spec →
 // exactly the releases whose read keys changed, and those whose spec changed, each with the file
 // and line edited.
@@ -11,32 +11,35 @@ import { renderRangeOf } from '../../src/modes/rendering.ts'
 import { preparePlan } from '../../src/modes/trigger/pipeline.ts'
 import { parseSettings } from '../../src/settings.ts'
 import { FLUX_GUIDE_URL, fluxGuideCommit, fluxGuideRepository } from '../../test/support/flux-guide.ts'
-import { kustomizeBinary } from '../../test/support/kustomize.ts'
+import { createSandbox } from '../../src/sandbox/sandbox.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
-describe('the plan of a commit on a Flux-guide repository, rendered by the real kustomize', () => {
+describe('the plan of a commit on a Flux-guide repository, rendered by Flux’s kustomize code in the sandbox', () => {
   let repo: Repo | undefined
   let plan: Plan
+  const sandbox = createSandbox()
 
   beforeAll(async () => {
-    const binary = await kustomizeBinary()
     const created = createRepo('hrt-flux-guide-')
     repo = created
     created.write(fluxGuideRepository())
     const base = created.commit('the fleet')
     created.write(fluxGuideCommit())
     const head = created.commit('values and a chart bump')
-    const inputs: Record<string, string> = { 'cluster-root': 'clusters/production', 'kustomize-path': binary }
+    const inputs: Record<string, string> = { 'cluster-root': 'clusters/production' }
     const settings = parseSettings((name) => inputs[name] ?? '')
     const reader = await createGitReader({ cwd: created.dir })
-    const render = renderRangeOf(settings, reader, { repositoryUrl: FLUX_GUIDE_URL, fetchRemote: false })
+    const render = renderRangeOf(settings, reader, { repositoryUrl: FLUX_GUIDE_URL, sandbox })
     const context = { eventName: 'push', event: { before: base, after: head }, sha: head, runUrl: undefined, refused: undefined }
     const prepared = await preparePlan(settings, context, reader, render)
     expect(prepared.rendered?.head.kustomizations.length).toBeGreaterThan(0)
     plan = prepared.plan
   })
 
-  afterAll(() => repo?.cleanup())
+  afterAll(async () => {
+    repo?.cleanup()
+    await sandbox.close()
+  })
 
   it('renders without problems', () => {
     expect(plan.problems.filter((p) => p.severity !== 'notice')).toEqual([])

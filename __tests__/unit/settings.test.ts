@@ -63,7 +63,7 @@ describe('parseSettings defaults', () => {
       fromGit: false,
       clusterRoot: undefined,
       gitRepository: undefined,
-      kustomizePath: undefined,
+      deprecations: [],
       recoverPatterns: DEFAULT_RECOVER_PATTERNS.map((p) => new RegExp(p, 'im')),
       recoverMaxAttempts: 3,
       recoverBackoffMs: 300_000,
@@ -450,8 +450,11 @@ describe('rendering inputs', () => {
     expect(configurationError({ 'git-repository': 'a/b/c' }).message).toContain('<namespace>/<name> of a Flux GitRepository')
   })
 
-  it('passes kustomize-path through as written', () => {
-    expect(settingsOf({ 'kustomize-path': '/opt/bin/kustomize' }).kustomizePath).toBe('/opt/bin/kustomize')
+  it('accepts the deprecated kustomize-path, ignores it and says so once', () => {
+    expect(settingsOf({ 'kustomize-path': '/opt/bin/kustomize' }).deprecations).toEqual([
+      "Input 'kustomize-path' is deprecated and ignored: Flux Kustomizations are rendered by Flux's own kustomize code, built into helmrelease-trigger and sandboxed; remove the input.",
+    ])
+    expect(settingsOf({}).deprecations).toEqual([])
   })
 })
 

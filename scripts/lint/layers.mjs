@@ -1,10 +1,10 @@
 // The import direction of src/, as an ESLint rule: lib ← core ← engine ← modes ← entry, with
-// the adapters (kube, git, github, kustomize) beside the engine and importing only lib and core.
+// the adapters (kube, git, github, sandbox) beside the engine and importing only lib and core.
 // A module may always import its own folder. Type imports count too: a type that points the
 // wrong way is a piece of the lower layer living in the higher one.
 import { dirname, relative, resolve, sep } from 'node:path'
 
-const ADAPTERS = ['kube', 'git', 'github', 'kustomize']
+const ADAPTERS = ['kube', 'git', 'github', 'sandbox']
 
 /** What each layer may import besides itself. `modes/<mode>` entries name one mode. */
 export const ALLOWED = {
@@ -13,9 +13,9 @@ export const ALLOWED = {
   kube: ['lib', 'core'],
   git: ['lib', 'core'],
   github: ['lib', 'core'],
-  kustomize: ['lib', 'core'],
-  // Rendering a repository as Flux applies it: git content, built by kustomize.
-  render: ['lib', 'core', 'git', 'kustomize'],
+  sandbox: ['lib', 'core'],
+  // Rendering a repository as Flux applies it: git content, built in the sandbox.
+  render: ['lib', 'core', 'git', 'sandbox'],
   // The one release-write engine and its ports: it writes through the kube adapter.
   engine: ['lib', 'core', ...ADAPTERS],
   // One parser of the inputs; the kubeconfig encodings belong to the kube adapter.

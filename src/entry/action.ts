@@ -10,6 +10,7 @@ import { parseSettings } from '../settings.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { Logger } from '../engine/ports.ts'
 import { plainText } from '../lib/untrusted.ts'
+import { createSandbox, type Sandbox } from '../sandbox/sandbox.ts'
 import { MODES } from './modes.ts'
 import type { EntryPorts } from './entry-ports.ts'
 import { publish, publishError, say } from './publish.ts'
@@ -17,9 +18,11 @@ import { publish, publishError, say } from './publish.ts'
 type Env = Readonly<Record<string, string | undefined>>
 
 export async function run(env: Env = process.env): Promise<void> {
+  let sandbox: Sandbox | undefined
   try {
     const settings = parseSettings((name) => core.getInput(name))
     const log: Logger = { info: say, warning: (m) => core.warning(plainText(m)) }
+    for (const deprecation of settings.deprecations) log.warning(deprecation)
     const eventName = env['GITHUB_EVENT_NAME'] ?? 'push'
     const event = await readEvent(env['GITHUB_EVENT_PATH'])
     // A pull request runs code and inputs of its author: only trigger's plan and discover from git may run.
@@ -29,7 +32,9 @@ export async function run(env: Env = process.env): Promise<void> {
       throw new ConfigurationError(`mode '${settings.mode}' needs the cluster, refused: ${refused}. Run it on push, schedule or workflow_dispatch.`)
     }
     const context: RunContext = { eventName, event, sha: env['GITHUB_SHA'] ?? 'HEAD', runUrl: runUrl(env), refused }
+    sandbox = createSandbox()
     const ports: EntryPorts = {
+      sandbox,
       env,
       githubEnv: env,
       mask: (s) => core.setSecret(s),
@@ -44,6 +49,8 @@ export async function run(env: Env = process.env): Promise<void> {
     await publish(await MODES[settings.mode].run(settings, ports), env)
   } catch (error) {
     await publishError(messageOf(error), env)
+  } finally {
+    await sandbox?.close()
   }
 }
 

@@ -14,6 +14,7 @@ import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { ModeResult } from '../modes/mode.ts'
 import type { Logger } from '../engine/ports.ts'
 import { jsonText, logLine, logText } from '../lib/untrusted.ts'
+import { createSandbox, type Sandbox } from '../sandbox/sandbox.ts'
 import type { EntryMode, EntryPorts } from './entry-ports.ts'
 
 const BOOLEAN_INPUTS = new Set([
@@ -99,7 +100,7 @@ Flags (the action's inputs):
   --paths GLOB                 manifest files to read, repeatable (default **/*.yaml and **/*.yml)
   --cluster-root DIR           Flux's path for this cluster (clusters/production): render from there
   --git-repository NS/NAME     the Flux GitRepository that fetches this repository
-  --kustomize-path FILE        kustomize to render with (default kustomize, else kubectl kustomize)
+  --kustomize-path FILE        deprecated and ignored: rendering is built in and sandboxed
   --kubeconfig FILE            kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster)
   --context NAME               kubeconfig context
   --annotation-prefix P        default nebius.ai
@@ -184,6 +185,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
 export async function main(argv: readonly string[], raw: CliIo): Promise<number> {
   // Reports quote the repository and the cluster: every line printed is made safe (see untrusted.ts).
   const io: CliIo = { ...raw, out: (text) => raw.out(text), err: (text) => raw.err(logText(text)) }
+  let sandbox: Sandbox | undefined
   try {
     const args = parseArgs(argv)
     if (args.command === '' || args.command === '--help' || args.command === 'help' || args.flags.has('help')) {
@@ -202,9 +204,12 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }
+    for (const deprecation of settings.deprecations) log.warning(deprecation.replace("Input 'kustomize-path'", 'Flag --kustomize-path'))
     // No event: nothing started by a pull request, so no refusal.
     const context: RunContext = { eventName: 'cli', event: {}, sha: settings.head ?? 'HEAD', runUrl: undefined, refused: undefined }
+    sandbox = createSandbox()
     const ports: EntryPorts = {
+      sandbox,
       env: io.env,
       githubEnv: { ...io.env, GITHUB_REPOSITORY: args.flags.get('github-repository') ?? io.env['GITHUB_REPOSITORY'] },
       mask: () => undefined,
@@ -218,6 +223,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
   } catch (error) {
     io.err(`error: ${messageOf(error)}\n`)
     return error instanceof ConfigurationError ? 2 : 1
+  } finally {
+    await sandbox?.close()
   }
 }
 

@@ -5,6 +5,7 @@ import type { Logger } from '../engine/ports.ts'
 import type { Mode } from '../modes/mode.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { LogSink } from '../modes/watch/log.ts'
+import type { Sandbox } from '../sandbox/sandbox.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -24,6 +25,8 @@ export interface EntryPorts {
   readonly contextAt: (git: () => Promise<GitReader>) => Promise<RunContext>
   /** Where watch mode's log lines go. */
   readonly watchSink: LogSink
+  /** Where every render's builds run (the entry closes it). */
+  readonly sandbox: Sandbox
 }
 
 export type EntryMode = Mode<EntryPorts>

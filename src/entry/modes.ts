@@ -39,7 +39,7 @@ const trigger: EntryMode = {
     const found = await github.start()
     const report = await failingCheck(github, async () => {
       const git = await ports.git()
-      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), fetchRemote: context.refused === undefined })
+      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), sandbox: ports.sandbox })
       return runTrigger(triggerRunOptionsOf(settings), { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
     })
     await github.finish(report)
@@ -53,8 +53,8 @@ const plan: EntryMode = {
     const git = await ports.git()
     const context = await ports.contextAt(async () => git)
     if (settings.clusters !== undefined)
-      return fleetPlanResult(await runFleetPlan(settings, context, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv) }), settings)
-    const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })
+      return fleetPlanResult(await runFleetPlan(settings, context, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), sandbox: ports.sandbox }), settings)
+    const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), sandbox: ports.sandbox })
     const options = triggerRunOptionsOf(settings)
     return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
   },
@@ -77,6 +77,7 @@ function fleetMode(name: 'fleet' | 'fleet-summary'): EntryMode {
               log: ports.log,
               outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }),
               repositoryUrl: repositoryUrlOf(ports.githubEnv),
+              sandbox: ports.sandbox,
             }),
       )
       await github.finishWith(fleetVerdict(report, ports.context.runUrl))
@@ -103,7 +104,8 @@ const recover: EntryMode = {
 const discover: EntryMode = {
   name: 'discover',
   async run(settings, ports) {
-    const render = async (head: string) => renderCommitOf(settings, await ports.git(), { repositoryUrl: repositoryUrlOf(ports.env), fetchRemote: false })(head)
+    const render = async (head: string) =>
+      renderCommitOf(settings, await ports.git(), { repositoryUrl: repositoryUrlOf(ports.env), sandbox: ports.sandbox })(head)
     const report = await runDiscover(discoverOptionsOf(settings), ports.context.sha, {
       git: ports.git,
       render,

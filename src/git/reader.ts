@@ -35,8 +35,11 @@ export interface GitReader {
    * the first), so a caller lists commits and reads only the files it needs. Close it when done.
    */
   openObjects(): ObjectSession
-  /** Paths at `sha` whose text matches the extended regular expression `pattern`, among the files `globs` name. */
-  grep(sha: string, pattern: string, globs: readonly string[]): Promise<string[]>
+  /**
+   * Paths at `sha` whose text matches `pattern`, among the files `globs` name: an extended regular
+   * expression of ours, or with `fixed` a plain text (never a pattern built from repository content).
+   */
+  grep(sha: string, pattern: string, globs: readonly string[], options?: { readonly fixed?: boolean }): Promise<string[]>
 }
 
 export interface ChangeRequest {
@@ -106,7 +109,7 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
     changeAndHead: (request) => changeAndHead(run, request),
     show: (sha, path) => show(run, sha, path),
     openObjects: () => openObjectSession(options.git ?? 'git', options.cwd),
-    grep: (sha, pattern, globs) => grepTree(run, sha, pattern, globs),
+    grep: (sha, pattern, globs, options) => grepTree(run, sha, pattern, globs, options?.fixed === true),
   }
 }
 
@@ -600,10 +603,10 @@ function createSlabAllocator(): (size: number) => Uint8Array {
 // ---- running git -----------------------------------------------------------------------------
 
 /** `git grep -l` at a commit: git reads the blobs itself, far faster than handing them to us. */
-async function grepTree(run: Run, sha: string, pattern: string, globs: readonly string[]): Promise<string[]> {
+async function grepTree(run: Run, sha: string, pattern: string, globs: readonly string[], fixed: boolean): Promise<string[]> {
   // git grep takes no --end-of-options: a revision must not read as an option.
   if (sha.startsWith('-')) throw new GitError({ command: 'git grep', detail: `'${sha}' is not a revision` })
-  const args = ['-c', 'grep.fallbackToNoIndex=false', 'grep', '-l', '-z', '-I', '-E', '--no-color', '-e', pattern, sha, '--', ...globs]
+  const args = ['-c', 'grep.fallbackToNoIndex=false', 'grep', '-l', '-z', '-I', fixed ? '-F' : '-E', '--no-color', '-e', pattern, sha, '--', ...globs]
   // Exit 1: nothing matched.
   const { stdout } = await run(args, { allowedExitCodes: [1] })
   const prefix = `${sha}:`

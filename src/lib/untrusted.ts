@@ -9,6 +9,8 @@
 export const MAX_TEXT = 4000
 /** Longest line printed, a last resort behind MAX_TEXT (a line may hold several values). */
 export const MAX_LINE = 16_000
+/** Most of a repository's content a problem message quotes: enough to recognise, too little to carry a file out. */
+export const MAX_QUOTE = 100
 
 /** Line breaks the runner or a viewer may honour: CRLF, LF, CR, NEL, LS, PS. */
 const LINE_BREAK = /\r\n|[\n\r\u0085\u2028\u2029]/g
@@ -40,6 +42,15 @@ export function capped(text: string, max: number = MAX_TEXT): string {
 /** Untrusted text for inside one line: line breaks shown as ⏎, controls and bidi marks escaped, capped. */
 export function oneLine(text: string, max: number = MAX_TEXT): string {
   return capped(text, max).replace(LONE_SURROGATE, '\ufffd').replace(LINE_BREAK, '⏎').replace(INVISIBLE, visible)
+}
+
+/** Repository content quoted in a message: in quotes, one line, at most MAX_QUOTE characters of it. */
+export function quoted(text: string, max: number = MAX_QUOTE): string {
+  if (text.length <= max) return `'${oneLine(text)}'`
+  let end = max
+  const last = text.charCodeAt(end - 1)
+  if (last >= 0xd800 && last <= 0xdbff) end--
+  return `'${oneLine(text.slice(0, end))}…' (${text.length} characters)`
 }
 
 /** Untrusted text that may keep its line breaks (an annotation message, which the toolkit escapes). */

@@ -1,11 +1,11 @@
 // The rendering trigger and discover plan on: src/render/ driven with the run's settings. Flux
-// Kustomizations found → the range rendered as Flux applies it; none → undefined, and the
-// modes read files one by one as before.
+// Kustomizations found → the range rendered as Flux applies it, every build in the run's one
+// sandbox; none → undefined, and the modes read files one by one as before.
 
 import type { GitReader } from '../git/reader.ts'
-import { locateKustomize, type Kustomize } from '../kustomize/kustomize.ts'
 import type { Range } from '../git/range.ts'
 import { renderChange, type RenderCache } from '../render/render-change.ts'
+import type { Sandbox } from '../sandbox/sandbox.ts'
 import type { Settings } from '../settings.ts'
 import type { RenderCommit } from './discover/run.ts'
 import type { RenderedChange, RenderRange } from './trigger/pipeline.ts'
@@ -13,8 +13,8 @@ import type { RenderedChange, RenderRange } from './trigger/pipeline.ts'
 export interface RenderingOptions {
   /** This repository's URL (GITHUB_SERVER_URL/GITHUB_REPOSITORY): GitRepositories with it are "this repository". */
   readonly repositoryUrl: string | undefined
-  /** Let kustomize fetch remote bases: never in plan-only runs. */
-  readonly fetchRemote: boolean
+  /** Where the builds run; the module loads on the first one. */
+  readonly sandbox: Sandbox
 }
 
 /** This repository as Flux's GitRepository names it (`https://github.com/<owner>/<repo>`), when GITHUB_REPOSITORY says which. */
@@ -32,12 +32,8 @@ export function renderRangeOf(settings: Settings, git: GitReader, options: Rende
 /** Renders a range from one cluster root (undefined: every Flux Kustomization found). */
 export type ClusterRenderer = (range: Range, clusterRoot: string | undefined) => Promise<RenderedChange | undefined>
 
-/**
- * The range rendered once per cluster root, for the fleet: one kustomize located once, and with
- * `cache` the commits extracted once and each shared Kustomization built once for every root.
- */
+/** The range rendered once per cluster root, for the fleet: with `cache` the commits read once and each shared Kustomization built once for every root. */
 export function clusterRendererOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): ClusterRenderer {
-  const kustomize = lazyKustomize(settings)
   return async (range, clusterRoot) => {
     const whole = range.fullSync || range.base === undefined
     // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
@@ -48,8 +44,7 @@ export function clusterRendererOf(settings: Settings, git: GitReader, options: R
       repositoryUrl: options.repositoryUrl,
       gitRepository: settings.gitRepository,
       clusterRoot,
-      kustomize,
-      fetchRemote: options.fetchRemote,
+      sandbox: options.sandbox,
       scope: whole ? 'all' : 'changed',
       cache: options.cache,
     })
@@ -58,7 +53,6 @@ export function clusterRendererOf(settings: Settings, git: GitReader, options: R
 
 /** One commit rendered whole, for `discover --from-git`. */
 export function renderCommitOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderCommit {
-  const kustomize = lazyKustomize(settings)
   return async (head) => {
     const rendered = await renderChange(git, {
       base: undefined,
@@ -67,20 +61,9 @@ export function renderCommitOf(settings: Settings, git: GitReader, options: Rend
       repositoryUrl: options.repositoryUrl,
       gitRepository: settings.gitRepository,
       clusterRoot: settings.clusterRoot,
-      kustomize,
-      fetchRemote: options.fetchRemote,
+      sandbox: options.sandbox,
       scope: 'all',
     })
     return rendered?.head
-  }
-}
-
-/** Located on the first build: a repository without Flux Kustomizations never needs kustomize installed. */
-function lazyKustomize(settings: Settings): Kustomize {
-  let located: Promise<Kustomize> | undefined
-  const get = (): Promise<Kustomize> => (located ??= locateKustomize({ path: settings.kustomizePath }))
-  return {
-    description: settings.kustomizePath ?? 'kustomize',
-    build: async (directory, buildOptions) => (await get()).build(directory, buildOptions),
   }
 }

@@ -1,7 +1,8 @@
 // What a kustomize build at a directory can read: its input closure. Used to decide whether
-// a commit can have changed a Flux Kustomization's output (so only those are built), to copy
-// just those files into a build's own work tree, and to spot remote bases before kustomize
-// would fetch them. Over-approximates on purpose: every kustomization directory counts whole.
+// a commit can have changed a Flux Kustomization's output (so only those are built) and to give
+// a build just those files (the sandbox holds nothing else: a reference outside them is "no such
+// file", whatever it names). Over-approximates on purpose: every kustomization directory counts
+// whole. Remote references are not recognised here: the sandbox has no network, and says so.
 
 import { posix } from 'node:path'
 import { parseDocument } from 'yaml'
@@ -15,8 +16,8 @@ export interface Closure {
   readonly directories: ReadonlySet<string>
   /** Repository-relative files read outside those directories. */
   readonly files: ReadonlySet<string>
-  /** Remote bases and resources (URLs), in order met. */
-  readonly remote: readonly string[]
+  /** Some reference is absolute or leaves the source (`..` past its root): a file the build cannot have. */
+  readonly outside: boolean
   /** Kustomization files met, bases before the overlays that use them. */
   readonly kustomizations: readonly string[]
   /** Kustomization file → the kustomization files that include it (as resource, base or component). */
@@ -44,7 +45,7 @@ export function filesIn(view: Pick<TreeView, 'paths'>, closure: Closure): string
 export async function closureOf(view: TreeView, start: string, components: readonly string[] = [], parsed = new Map<string, unknown>()): Promise<Closure> {
   const directories = new Set<string>()
   const files = new Set<string>()
-  const remote: string[] = []
+  let outside = false
   const kustomizations: string[] = []
   const includedBy = new Map<string, Set<string>>()
   const visiting = new Map<string, string | undefined>()
@@ -67,12 +68,11 @@ export async function closureOf(view: TreeView, start: string, components: reado
   }
 
   const visitReference = async (dir: string, ref: Reference, from: string | undefined): Promise<void> => {
-    if (ref.maybeDirectory && isRemote(ref.path)) {
-      remote.push(ref.path)
+    const target = posix.normalize(posix.join(dir, ref.path))
+    if (ref.path.startsWith('/') || target.startsWith('../') || target === '..') {
+      outside = true
       return
     }
-    const target = posix.normalize(posix.join(dir, ref.path))
-    if (target.startsWith('../') || target === '..') return // outside the source: kustomize refuses it
     const path = target === '.' ? '' : target
     if (ref.maybeDirectory && view.isDirectory(path)) await visitDirectory(path, from)
     else files.add(path)
@@ -81,7 +81,7 @@ export async function closureOf(view: TreeView, start: string, components: reado
   await visitDirectory(start, undefined)
   const top = visiting.get(start)
   for (const component of components) await visitReference(start, { path: component, maybeDirectory: true }, top)
-  return { directories, files, remote, kustomizations, includedBy }
+  return { directories, files, outside, kustomizations, includedBy }
 }
 
 function parseKustomization(text: string): unknown {
@@ -119,11 +119,4 @@ function references(k: Record<string, unknown>): Reference[] {
   }
   if (isRecord(k.openapi) && typeof k.openapi.path === 'string') out.push({ path: k.openapi.path, maybeDirectory: false })
   return out
-}
-
-/** kustomize fetches these: git and HTTP URLs, and `host.tld/org/repo` shorthands. */
-export function isRemote(path: string): boolean {
-  return (
-    /^[a-z][a-z0-9+.-]*:\/\//i.test(path) || /^git@/.test(path) || /\?ref=|\?version=/.test(path) || /^(github\.com|gitlab\.com|bitbucket\.org)\//.test(path)
-  )
 }

@@ -57,12 +57,12 @@ export async function scanFluxObjects(view: TreeView, files: readonly string[]):
   return { kustomizations, gitRepositories, generators }
 }
 
-/** The YAML documents of a file that mention `filter`, parsed; [] for big, unreadable or bad files. */
-export async function objectsIn(view: TreeView, file: string, filter: RegExp): Promise<Record<string, unknown>[]> {
+/** The YAML documents of a file that mention `filter` (our pattern, or a plain text), parsed; [] for big, unreadable or bad files. */
+export async function objectsIn(view: TreeView, file: string, filter: RegExp | string): Promise<Record<string, unknown>[]> {
   const bytes = await view.bytes(file).catch(() => undefined)
   if (bytes === undefined || bytes.length > SCAN_LIMIT) return []
   const text = new TextDecoder().decode(bytes)
-  if (!filter.test(text)) return []
+  if (typeof filter === 'string' ? !text.includes(filter) : !filter.test(text)) return []
   const out: Record<string, unknown>[] = []
   try {
     for (const doc of parseAllDocuments(text, { uniqueKeys: false })) {

@@ -1,10 +1,9 @@
 // One commit's files, read lazily from git: the listing first (paths, blob ids, sizes), content
 // only for what the Flux scan, a closure or a build reads. Blobs are shared by id between the
 // two commits of a range and read in batches, so a one-app commit costs its closures, not the
-// repository. A build gets the files of its closure written into a work directory of its own.
+// repository. A build gets the files of its closure, in memory.
 
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join, posix } from 'node:path'
+import { posix } from 'node:path'
 import type { ObjectSession, TreeBlob } from '../git/reader.ts'
 
 /** The files a kustomize build can see: a commit's tree, an artifact laid out from one, a filtered one. */
@@ -165,20 +164,4 @@ export function filteredView(view: TreeView, keep: (path: string) => boolean): T
     text: async (p) => (files.has(p) ? view.text(p) : undefined),
     prefetch: (ps) => view.prefetch([...ps].filter((p) => files.has(p))),
   }
-}
-
-/**
- * Writes `paths` of `view` under `directory` (which need not exist), content read in one batch.
- * The writes are synchronous: a closure is many small files, and three thread-pool round trips
- * per file (open, write, close) cost the main thread more than the write itself.
- */
-export async function writeFiles(view: TreeView, directory: string, paths: readonly string[]): Promise<void> {
-  await view.prefetch(paths)
-  const contents = await Promise.all(paths.map(async (path) => [path, await view.bytes(path)] as const))
-  const parents = new Set(paths.map((p) => posix.dirname(p)))
-  // A parent that holds another listed directory is made by that one's recursive mkdir.
-  const leaves = [...parents].filter((d) => ![...parents].some((o) => o.startsWith(`${d}/`)))
-  mkdirSync(directory, { recursive: true })
-  for (const dir of leaves) mkdirSync(join(directory, dir), { recursive: true })
-  for (const [path, bytes] of contents) if (bytes !== undefined) writeFileSync(join(directory, path), bytes)
 }

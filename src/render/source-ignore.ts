@@ -5,6 +5,8 @@
 // matches decides, `!` includes again, a pattern with a slash is anchored to its directory, one
 // without matches any path component. Pure.
 
+import { matchComponent } from '../lib/glob.ts'
+
 export const SOURCE_IGNORE_FILE = '.sourceignore'
 
 const DEFAULT_PATTERNS = [
@@ -93,7 +95,7 @@ function matches(p: Pattern, path: readonly string[]): boolean {
 }
 
 function nameMatch(p: Pattern, path: readonly string[]): boolean {
-  const index = path.findIndex((name) => componentMatch(p.parts[0] ?? '', name))
+  const index = path.findIndex((name) => matchComponent(p.parts[0] ?? '', name))
   // A directory-only pattern names a directory: the file itself (the last component) is not one.
   return index >= 0 && !(p.dirOnly && index === path.length - 1)
 }
@@ -116,59 +118,15 @@ function globMatch(p: Pattern, path: readonly string[]): boolean {
     if (part.includes('**') || rest.length === 0) return false
     if (traverse) {
       traverse = false
-      const at = rest.findIndex((name) => componentMatch(part, name))
+      const at = rest.findIndex((name) => matchComponent(part, name))
       if (at < 0) return false
       rest = rest.slice(at + 1)
       matched = true
     } else {
-      if (!componentMatch(part, rest[0] ?? '')) return false
+      if (!matchComponent(part, rest[0] ?? '')) return false
       rest = rest.slice(1)
       matched = true
     }
   }
   return matched && !(p.dirOnly && rest.length === 0)
-}
-
-const compiled = new Map<string, RegExp | undefined>()
-
-/** Go's filepath.Match on one path component: `*`, `?`, `[…]` classes, `\` escapes; a bad pattern matches nothing. */
-function componentMatch(pattern: string, name: string): boolean {
-  let regex = compiled.get(pattern)
-  if (!compiled.has(pattern)) {
-    regex = componentRegex(pattern)
-    compiled.set(pattern, regex)
-  }
-  return regex?.test(name) ?? false
-}
-
-function componentRegex(pattern: string): RegExp | undefined {
-  let source = ''
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i] ?? ''
-    if (c === '*') source += '[^/]*'
-    else if (c === '?') source += '[^/]'
-    else if (c === '\\') {
-      const next = pattern[i + 1]
-      if (next === undefined) return undefined
-      source += escape(next)
-      i += 1
-    } else if (c === '[') {
-      const end = pattern.indexOf(']', i + 2)
-      if (end < 0) return undefined
-      let body = pattern.slice(i + 1, end)
-      const negated = body.startsWith('^')
-      if (negated) body = body.slice(1)
-      source += `[${negated ? '^' : ''}${body.replace(/[\]\\[]/g, '\\$&')}]`
-      i = end
-    } else source += escape(c)
-  }
-  try {
-    return new RegExp(`^${source}$`)
-  } catch {
-    return undefined
-  }
-}
-
-function escape(c: string): string {
-  return c.replace(/[.+^${}()|[\]\\*?/]/g, '\\$&')
 }

@@ -1,11 +1,9 @@
-// The real kustomize for rendering tests and the bench: built from its Go module by
+// The real, native kustomize as the oracle of the differential rendering tests and the baseline
+// of the bench (the product renders in its sandbox, never with this): built from its Go module by
 // test/cluster/build.sh (cached like the cluster's binaries), found through the same helper.
 
 import { execFile } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { kustomizeAt, type Kustomize } from '../../src/kustomize/kustomize.ts'
 import { ensureBinaries } from './cluster.ts'
 
 const run = promisify(execFile)
@@ -22,37 +20,4 @@ export async function kustomizeBinary(log?: (line: string) => void): Promise<str
 export async function kustomizeAlone(binary: string, directory: string): Promise<string> {
   const { stdout } = await run(binary, ['build', '--load-restrictor', 'LoadRestrictionsNone', directory], { maxBuffer: 512 * 1024 * 1024 })
   return stdout
-}
-
-/** A kustomize that records which directories it was asked to build. */
-export function countingKustomize(binary: string): Kustomize & { readonly builds: string[] } {
-  const inner = kustomizeAt(binary, [])
-  const builds: string[] = []
-  return {
-    description: inner.description,
-    builds,
-    build: (directory, options) => {
-      builds.push(directory)
-      return inner.build(directory, options)
-    },
-  }
-}
-
-/**
- * An executable around `binary` that logs each directory it builds, for code that locates
- * kustomize by path (the kustomize-path input): a shell script in `dir`.
- */
-export function loggingKustomize(binary: string, dir: string): { readonly path: string; builds(): string[] } {
-  const path = join(dir, 'kustomize')
-  const log = join(dir, 'builds.log')
-  writeFileSync(log, '')
-  // kustomize build --load-restrictor LoadRestrictionsNone <directory>: the directory comes last.
-  writeFileSync(path, `#!/bin/sh\nfor last; do :; done\nprintf '%s\\n' "$last" >> '${log}'\nexec '${binary}' "$@"\n`, { mode: 0o755 })
-  return {
-    path,
-    builds: () =>
-      readFileSync(log, 'utf8')
-        .split('\n')
-        .filter((l) => l !== ''),
-  }
 }

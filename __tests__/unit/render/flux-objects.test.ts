@@ -2,7 +2,6 @@
 
 import { describe, expect, it } from 'vitest'
 import { artifactGenerator, fluxKustomization, normalisePath, repositoryKey } from '../../../src/render/flux-objects.ts'
-import { globMatcher } from '../../../src/render/source-tree.ts'
 
 describe('repositoryKey', () => {
   it('spells https, scp-like and ssh URLs of one repository the same', () => {
@@ -78,14 +77,5 @@ describe('artifactGenerator', () => {
         ],
       },
     ])
-  })
-})
-
-describe('globMatcher', () => {
-  it('matches * within a segment and ** across segments', () => {
-    const m = globMatcher('deploy/**/*.yaml')
-    expect(['deploy/a.yaml', 'deploy/x/y/b.yaml'].map(m)).toEqual([true, true])
-    expect(['deploy/a.yml', 'other/a.yaml'].map(m)).toEqual([false, false])
-    expect(globMatcher('apps/*')('apps/x/y')).toBe(false)
   })
 })

@@ -1,0 +1,85 @@
+// What the host and the renderer module (renderer/, Go compiled to WebAssembly) say to each
+// other: one JSON request, one JSON answer, field for field the Go types of renderer/main.go,
+// build.go and postbuild.go. The files a build reads travel beside the request, never in it.
+
+/** A source's files by path (forward slashes, relative to the source's root). */
+export type SourceFiles = readonly (readonly [path: string, bytes: Uint8Array])[]
+
+/** The kustomize half of a Flux Kustomization's build (renderer/build.go). */
+export interface BuildRequest {
+  /** spec.path, relative to the source's root ('' is the root). */
+  readonly path: string
+  /** The Flux Kustomization object: apiVersion, kind, metadata, spec. */
+  readonly kustomization: Readonly<Record<string, unknown>>
+}
+
+export interface BuildAnswer {
+  /** kustomize's output, each object with its origin annotation. */
+  readonly yaml?: string
+  readonly error?: string
+  /** The remote reference the build needed, when that is why it failed. */
+  readonly remote?: string
+  /** With `remote`: the output of the build without its remote references. */
+  readonly partial?: string
+}
+
+/** A substituteFrom object the host found, its values decoded. */
+export interface ValuesObject {
+  readonly kind: 'ConfigMap' | 'Secret'
+  readonly name: string
+  readonly data: Readonly<Record<string, string>>
+}
+
+/** The Flux half of the build (renderer/postbuild.go): postBuild substitution and commonMetadata. */
+export interface PostBuildRequest {
+  readonly yaml: string
+  readonly kustomization: Readonly<Record<string, unknown>>
+  readonly values?: readonly ValuesObject[]
+  /** `Kind/name` substituteFrom references the host could not read. */
+  readonly absent?: readonly string[]
+}
+
+export interface AppliedObject {
+  /** The object as kustomize-controller applies it; absent when `error` is set. */
+  readonly object?: Record<string, unknown>
+  /** kustomize's origin annotation, YAML. */
+  readonly origin?: string
+  readonly kind?: string
+  readonly name?: string
+  /** Why Flux would refuse this object. */
+  readonly error?: string
+  /** Variables it uses with no value and no default (Flux substitutes them empty). */
+  readonly unresolved?: readonly string[]
+}
+
+export interface PostBuildAnswer {
+  readonly objects?: readonly AppliedObject[]
+  readonly error?: string
+}
+
+/** One request: an operation and its input (renderer/main.go's envelope). */
+export type Request =
+  { readonly op: 'build'; readonly build: BuildRequest & { readonly root: string } } | { readonly op: 'postBuild'; readonly postBuild: PostBuildRequest }
+
+export interface Reply {
+  readonly build?: BuildAnswer
+  readonly postBuild?: PostBuildAnswer
+  readonly error?: string
+}
+
+/** Host → worker, first: the compiled module and the memory maximum it was given. */
+export interface WorkerStart {
+  readonly module: WebAssembly.Module
+  readonly memoryBytes: number
+}
+
+/** Host → worker, after WorkerStart. */
+export interface WorkerTask {
+  readonly id: number
+  readonly request: Request
+  /** The files of the source the request reads, laid out under `request.build.root`. */
+  readonly files?: SourceFiles
+}
+
+/** Worker → host: the instance is ready, the module's reply, or why the instance died (the worker then exits). */
+export type WorkerResult = { readonly ready: true } | { readonly id: number; readonly reply: Reply } | { readonly id: number; readonly fatal: string }

@@ -1,0 +1,172 @@
+// The sandboxed renderer, as the rest of the program sees it: Flux's kustomize code (and the
+// generated kustomization.yaml, postBuild substitution, commonMetadata) run in WebAssembly
+// instances on worker threads, each seeing only the files of one build (worker.ts). A request
+// gets an answer, never an exception, whatever the repository holds: a build past its deadline
+// ends its thread, one past its memory maximum ends its instance, and either is the answer's
+// error. Threads start on demand, up to the concurrency, and hold the process open only while busy.
+
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
+import type {
+  BuildAnswer,
+  BuildRequest,
+  PostBuildAnswer,
+  PostBuildRequest,
+  Reply,
+  Request,
+  SourceFiles,
+  WorkerResult,
+  WorkerStart,
+  WorkerTask,
+} from './protocol.ts'
+import { rendererModule } from './renderer-module.ts'
+
+export interface Sandbox {
+  /** kustomize's build of `request.path` in a source holding `files`, as kustomize-controller builds it. */
+  build(request: BuildRequest, files: SourceFiles): Promise<BuildAnswer>
+  /** Flux's postBuild substitution and commonMetadata on a build's output. */
+  postBuild(request: PostBuildRequest): Promise<PostBuildAnswer>
+  /** Starts loading the module and one instance ahead of the first request. */
+  warm(): void
+  /** Ends every thread. */
+  close(): Promise<void>
+}
+
+export interface SandboxOptions {
+  /** Instances (worker threads) at most; default two, fewer on a one-CPU machine. */
+  readonly concurrency?: number
+  /** How long one request may run; default 60 s. */
+  readonly deadlineMs?: number
+  /** Each instance's memory maximum; default 1 GiB. */
+  readonly memoryBytes?: number
+}
+
+export const DEFAULT_DEADLINE_MS = 60_000
+export const DEFAULT_MEMORY_BYTES = 1024 * 1024 * 1024
+
+interface Task {
+  readonly message: WorkerTask
+  readonly resolve: (reply: Reply) => void
+}
+
+interface Thread {
+  readonly worker: Worker
+  /** Its instance has started: the deadline of a task counts from here, not from the start-up. */
+  ready: boolean
+  task: Task | undefined
+  timer: NodeJS.Timeout | undefined
+  /** Why the thread was ended, for the answer of the task it held. */
+  ended: string | undefined
+}
+
+export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  const concurrency = Math.max(1, options.concurrency ?? Math.min(2, availableParallelism()))
+  const deadline = options.deadlineMs ?? DEFAULT_DEADLINE_MS
+  const memory = options.memoryBytes ?? DEFAULT_MEMORY_BYTES
+  const threads = new Set<Thread>()
+  const queue: Task[] = []
+  let ids = 0
+  let closed = false
+
+  const start = (): Thread => {
+    const worker = new Worker(WORKER_URL)
+    const thread: Thread = { worker, ready: false, task: undefined, timer: undefined, ended: undefined }
+    threads.add(thread)
+    worker.unref()
+    void rendererModule(memory).then(
+      (module) => worker.postMessage({ module, memoryBytes: memory } satisfies WorkerStart),
+      (error: unknown) => end(thread, `the renderer module cannot be loaded: ${error instanceof Error ? error.message : String(error)}`),
+    )
+    worker.on('message', (result: WorkerResult) => {
+      if ('ready' in result) {
+        thread.ready = true
+        pump()
+      } else if ('fatal' in result) thread.ended ??= fatalReason(result.fatal, memory)
+      else finish(thread, result.reply)
+    })
+    worker.on('error', (error) => (thread.ended ??= `the renderer failed: ${error.message}`))
+    worker.on('exit', () => {
+      threads.delete(thread)
+      if (thread.timer !== undefined) clearTimeout(thread.timer)
+      const task = thread.task
+      thread.task = undefined
+      const reason = thread.ended ?? 'the renderer stopped'
+      task?.resolve({ error: reason })
+      // An instance that cannot even start would fail again: the waiting requests get why.
+      if (!thread.ready) for (const waiting of queue.splice(0)) waiting.resolve({ error: reason })
+      pump()
+    })
+    return thread
+  }
+
+  const end = (thread: Thread, reason: string): void => {
+    thread.ended ??= reason
+    void thread.worker.terminate()
+  }
+
+  const finish = (thread: Thread, reply: Reply): void => {
+    if (thread.timer !== undefined) clearTimeout(thread.timer)
+    const task = thread.task
+    thread.task = undefined
+    thread.timer = undefined
+    thread.worker.unref()
+    task?.resolve(reply)
+    pump()
+  }
+
+  const pump = (): void => {
+    while (queue.length > 0 && !closed) {
+      const thread = [...threads].find((t) => t.ready && t.task === undefined && t.ended === undefined)
+      if (thread === undefined) {
+        // A thread still starting takes the next task when it is ready.
+        const starting = [...threads].filter((t) => !t.ready && t.ended === undefined).length
+        if (threads.size < concurrency && starting < queue.length) start()
+        return
+      }
+      const task = queue.shift() as Task
+      thread.task = task
+      thread.worker.ref()
+      const busy = thread
+      busy.timer = setTimeout(() => end(busy, `it ran longer than ${deadline / 1000} s, the renderer's deadline for one build`), deadline)
+      thread.worker.postMessage(task.message)
+    }
+  }
+
+  const ask = async (request: Request, files?: SourceFiles): Promise<Reply> => {
+    if (closed) return { error: 'the renderer is closed' }
+    // A module that cannot be loaded is the installation's fault, not the repository's: thrown.
+    await rendererModule(memory)
+    return new Promise((resolve) => {
+      queue.push({ message: { id: ++ids, request, ...(files === undefined ? {} : { files }) }, resolve })
+      pump()
+    })
+  }
+
+  return {
+    build: async (request, files) => {
+      const reply = await ask({ op: 'build', build: { ...request, root: '' } }, files)
+      return reply.build ?? { error: reply.error ?? 'the renderer gave no answer' }
+    },
+    postBuild: async (request) => {
+      const reply = await ask({ op: 'postBuild', postBuild: request })
+      return reply.postBuild ?? { error: reply.error ?? 'the renderer gave no answer' }
+    },
+    warm: () => {
+      if (threads.size === 0 && !closed) start()
+    },
+    close: async () => {
+      closed = true
+      for (const task of queue.splice(0)) task.resolve({ error: 'the renderer is closed' })
+      await Promise.all([...threads].map((t) => t.worker.terminate()))
+    },
+  }
+}
+
+/** Next to this module when run from source, next to the bundle (dist/sandbox-worker.js) when bundled. */
+const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './sandbox-worker.js', import.meta.url)
+
+/** Go prints "out of memory" when the module's memory cannot grow past its maximum. */
+function fatalReason(fatal: string, memory: number): string {
+  if (/out of memory/i.test(fatal)) return `it needed more than ${Math.round(memory / 1024 / 1024)} MiB, the renderer's memory limit for one build`
+  return `the renderer failed: ${fatal}`
+}
