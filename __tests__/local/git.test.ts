@@ -511,4 +511,29 @@ describe('openObjects and grep', () => {
     expect(await reader.grep(sha, 'kustomize\\.toolkit\\.fluxcd\\.io|nothing', ['*.yaml', '*.yml'])).toEqual(['deep/k.yaml'])
     expect(await reader.grep(sha, 'not-there', ['*.yaml'])).toEqual([])
   })
+
+  it('greps for a fixed text: a name from the repository is never a pattern', async () => {
+    const sha = await commit(dir, { 'f/one.yaml': 'name: (x+x+)+y\n', 'f/two.yaml': 'name: xxxy\n', 'f/three.yaml': 'name: bad(\n' })
+    const reader = await createGitReader({ cwd: dir })
+    expect(await reader.grep(sha, '(x+x+)+y', ['*.yaml'], { fixed: true })).toEqual(['f/one.yaml'])
+    expect(await reader.grep(sha, 'bad(', ['*.yaml'], { fixed: true })).toEqual(['f/three.yaml'])
+  })
+
+  it('lists no entry git itself would refuse to check out (.., ., .git in any case), however the tree was crafted', async () => {
+    const blob = git(dir, 'hash-object', '-w', '--stdin', '--path', 'x.yaml')
+    const mktree = (entries: string): string => execFileSync('git', ['mktree'], { cwd: dir, input: entries, encoding: 'utf8' }).trim()
+    // apps/../../escape.yaml and apps/.GIT/config, as tree entries.
+    const up = mktree(`100644 blob ${blob}\tescape.yaml\n`)
+    const dotGit = mktree(`100644 blob ${blob}\tconfig\n`)
+    const apps = mktree(`040000 tree ${up}\t..\n040000 tree ${dotGit}\t.GIT\n040000 tree ${up}\t.\n100644 blob ${blob}\tok.yaml\n`)
+    const root = mktree(`040000 tree ${apps}\tapps\n`)
+    const crafted = execFileSync('git', ['commit-tree', root, '-m', 'crafted'], { cwd: dir, encoding: 'utf8' }).trim()
+    const reader = await createGitReader({ cwd: dir })
+    const session = reader.openObjects()
+    try {
+      expect((await session.tree(crafted)).map((b) => b.path)).toEqual(['apps/ok.yaml'])
+    } finally {
+      session.close()
+    }
+  })
 })

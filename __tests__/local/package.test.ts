@@ -53,8 +53,10 @@ describe('the npm package', () => {
       repo.write({
         'clusters/prod/flux-system/gotk-sync.yaml': bootstrapText('https://github.com/acme/fleet', './clusters/prod'),
         'clusters/prod/apps.yaml': repositoryKustomization('apps', './apps', { targetNamespace: 'web' }),
-        'apps/kustomization.yaml': 'resources: [release.yaml]\nconfigMapGenerator: [{name: web-values, files: [values.yaml], options: {disableNameSuffixHash: true}}]\n',
-        'apps/release.yaml': 'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web}\nspec:\n  valuesFrom: [{kind: ConfigMap, name: web-values}]\n',
+        'apps/kustomization.yaml':
+          'resources: [release.yaml]\nconfigMapGenerator: [{name: web-values, files: [values.yaml], options: {disableNameSuffixHash: true}}]\n',
+        'apps/release.yaml':
+          'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web}\nspec:\n  valuesFrom: [{kind: ConfigMap, name: web-values}]\n',
         'apps/values.yaml': 'replicas: 1\n',
       })
       const base = repo.commit('fleet')

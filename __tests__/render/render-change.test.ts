@@ -409,6 +409,23 @@ describe('bad input', () => {
     expect(named(change?.head, 'ConfigMap', 'web-values')).toBeDefined()
   })
 
+  it('reports a rendered object Kubernetes would refuse by its name or namespace, and keeps the others', async () => {
+    const files = {
+      ...BOOTSTRAP,
+      ...app('good'),
+      'clusters/prod/bad.yaml': fluxKustomization('bad', './apps/bad'),
+      'apps/bad/release.yaml':
+        'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: "web\\n::warning title=x::forged", namespace: apps}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine, namespace: "Not_A_Namespace"}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: "system:reader"}\n',
+    }
+    const { change } = await render(files, undefined, { scope: 'all' })
+    expect((change?.head.problems ?? []).map((p) => `${p.file}:${p.line} ${p.message}`)).toEqual([
+      "apps/bad/release.yaml:1 HelmRelease name 'web⏎::warning title=x::forged' is not a valid object name (DNS-1123 subdomain); Kubernetes refuses it, so Flux applies nothing of this Kustomization.",
+      "apps/bad/release.yaml:5 ConfigMap fine: namespace 'Not_A_Namespace' is not a valid namespace name (DNS-1123 label); Kubernetes refuses it, so Flux applies nothing of this Kustomization.",
+    ])
+    expect(change?.head.objects.filter((o) => o.kustomization === 'flux-system/bad').map((o) => `${o.kind}/${o.name}`)).toEqual(['ClusterRole/system:reader'])
+    expect(named(change?.head, 'HelmRelease', 'good')).toBeDefined()
+  })
+
   it('never fails on files that are no source because of their size: a 1.1 MiB dashboard and a large CRD bundle', async () => {
     const dashboard = JSON.stringify({ panels: Array.from({ length: 24_000 }, (_, i) => ({ id: i, title: `panel ${i}`, type: 'graph' })) })
     expect(dashboard.length).toBeGreaterThan(1.1 * 1024 * 1024)

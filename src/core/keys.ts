@@ -1,6 +1,8 @@
 // Label and annotation keys: ours (under the configurable prefix) and Flux's.
 // One place builds them so no other file spells a key by hand.
 
+import { quoted } from '../lib/untrusted.ts'
+
 /** Drop-in default: the keys nebius/helmrelease-trigger-operator reads. */
 export const DEFAULT_PREFIX = 'nebius.ai'
 
@@ -60,6 +62,26 @@ export function isDnsLabel(text: string): boolean {
 /** RFC 1123 subdomain, as Kubernetes checks most object names and key prefixes. */
 export function isDnsSubdomain(text: string): boolean {
   return text.length > 0 && text.length <= MAX_SUBDOMAIN && text.split('.').every(isDnsLabel)
+}
+
+/** Kinds whose names Kubernetes checks as path segments only (RBAC); every other kind's as a DNS-1123 subdomain. */
+const PATH_SEGMENT_NAMES = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'])
+
+/** Why Kubernetes would refuse `name` for an object of `kind` (the name quoted, bounded); undefined when it would not. */
+export function objectNameProblem(kind: string, name: string): string | undefined {
+  if (PATH_SEGMENT_NAMES.has(kind)) {
+    // eslint-disable-next-line no-control-regex -- control characters are what we refuse
+    const bad = name === '' || name === '.' || name === '..' || name.length > MAX_SUBDOMAIN || /[/%\u0000-\u001f\u007f]/.test(name)
+    return bad ? `name ${quoted(name)} is not a valid ${kind} name` : undefined
+  }
+  return isDnsSubdomain(name) ? undefined : `name ${quoted(name)} is not a valid object name (DNS-1123 subdomain)`
+}
+
+/** Why Kubernetes would refuse `namespace` (quoted, bounded); undefined when it would not. */
+export function namespaceProblem(namespace: unknown): string | undefined {
+  if (typeof namespace === 'string' && isDnsLabel(namespace)) return undefined
+  const shown = typeof namespace === 'string' ? quoted(namespace) : `a ${namespace === null ? 'null' : typeof namespace}`
+  return `namespace ${shown} is not a valid namespace name (DNS-1123 label)`
 }
 
 /** The keys for one prefix. Throws on a prefix Kubernetes would reject in a key. */

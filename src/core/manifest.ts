@@ -10,7 +10,8 @@ import { capProblems, MAX_PROBLEMS_PER_FILE } from './problem-caps.ts'
 import type { Document } from 'yaml'
 import { contentOfConfigMap, contentOfSecret, digestAndEncoding } from './digest.ts'
 import type { DigestContent } from './digest.ts'
-import { isDnsLabel, isDnsSubdomain, keysFor } from './keys.ts'
+import { isDnsLabel, isDnsSubdomain, keysFor, namespaceProblem, objectNameProblem } from './keys.ts'
+import { quoted } from '../lib/untrusted.ts'
 import type { Keys } from './keys.ts'
 import type { FileContent, FileProblem, Origin, ReleaseManifest, ReleaseRef, Severity, SourceKind, SourceManifest, ValuesReference } from './model.ts'
 
@@ -349,15 +350,15 @@ function readMetadata(object: JsonRecord, kind: string, context: DocContext): Me
     context.report('error', context.lineOf(['metadata']), `${kind} without metadata.name, skipped`)
     return null
   }
-  if (!isDnsSubdomain(name)) {
-    const message = `${kind} name ${quote(name)} is not a valid object name (DNS-1123 subdomain), skipped`
-    context.report('error', context.lineOf(['metadata', 'name']), message)
+  const nameProblem = objectNameProblem(kind, name)
+  if (nameProblem !== undefined) {
+    context.report('error', context.lineOf(['metadata', 'name']), `${kind} ${nameProblem}, skipped`)
     return null
   }
   const namespace = metadata.namespace
-  if (namespace !== undefined && namespace !== null && !(typeof namespace === 'string' && isDnsLabel(namespace))) {
-    const message = `${kind} ${name}: namespace ${quote(namespace)} is not a valid namespace name (DNS-1123 label), skipped`
-    context.report('error', context.lineOf(['metadata', 'namespace']), message)
+  const namespaceIssue = namespace === undefined || namespace === null ? undefined : namespaceProblem(namespace)
+  if (namespaceIssue !== undefined) {
+    context.report('error', context.lineOf(['metadata', 'namespace']), `${kind} ${name}: ${namespaceIssue}, skipped`)
     return null
   }
   return {
@@ -601,5 +602,5 @@ function describe(value: unknown): string {
 }
 
 function quote(value: unknown): string {
-  return typeof value === 'string' ? `'${value}'` : describe(value)
+  return typeof value === 'string' ? quoted(value) : describe(value)
 }

@@ -13,6 +13,7 @@ import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
 import { byReleaseKey, chartSourceId, releaseKey, sourceId } from './model.ts'
 import { compareText } from '../lib/sort.ts'
+import { quoted } from '../lib/untrusted.ts'
 import type {
   ChartChange,
   ChartSourceKind,
@@ -351,7 +352,7 @@ function annotatedTargets(annotations: JsonRecord, context: Context, report: (me
   const rawNamespace = annotations[targetNamespace]
   const namespace = typeof rawNamespace === 'string' ? rawNamespace.trim() : context.options.defaultNamespace
   if (!isDnsLabel(namespace)) {
-    report(`${targetNamespace} '${namespace}' is not a valid namespace name (DNS-1123 label), targets ignored`)
+    report(`${targetNamespace} ${quoted(namespace)} is not a valid namespace name (DNS-1123 label), targets ignored`)
     return []
   }
   return names
@@ -360,7 +361,7 @@ function annotatedTargets(annotations: JsonRecord, context: Context, report: (me
     .filter((name) => {
       if (name === '') return false
       if (isDnsSubdomain(name)) return true
-      report(`'${name}' in ${targetNames} is not a valid HelmRelease name (DNS-1123 subdomain), ignored`)
+      report(`${quoted(name)} in ${targetNames} is not a valid HelmRelease name (DNS-1123 subdomain), ignored`)
       return false
     })
     .map((name) => ({ namespace, name }))

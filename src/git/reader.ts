@@ -456,6 +456,8 @@ function openObjectSession(git: string, cwd: string): ObjectSession {
       const next: { prefix: string; id: string }[] = []
       level.forEach(({ prefix }, i) => {
         for (const item of listed[i] ?? []) {
+          // A crafted tree can name entries git itself never checks out: they are no path of the commit.
+          if (!checkableName(item.name)) continue
           const path = prefix + item.name
           const kind = kindOf(item.mode)
           if (item.mode === '40000') next.push({ prefix: `${path}/`, id: item.id })
@@ -486,6 +488,14 @@ interface TreeItem {
   readonly mode: string
   readonly name: string
   readonly id: string
+}
+
+/**
+ * Whether git's fsck accepts a tree entry's name (and checkout would write it): not empty, `.` or
+ * `..`, no `/`, not `.git` in any case. Only such names make paths: `../x` or `.git/config` never do.
+ */
+export function checkableName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0') && name.toLowerCase() !== '.git'
 }
 
 /** A tree object: `<mode> <name>` NUL `<raw id>`, repeated; ids are `idBytes` long (20 SHA-1, 32 SHA-256). */

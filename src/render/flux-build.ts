@@ -5,7 +5,7 @@
 // problem, a remote reference is "not rendered", an object Flux would refuse is one problem.
 
 import { posix } from 'node:path'
-import { isDnsLabel, isDnsSubdomain } from '../core/keys.ts'
+import { namespaceProblem, objectNameProblem } from '../core/keys.ts'
 import type { Provenance, RenderedObject, RenderProblem } from '../core/rendered.ts'
 import { quoted } from '../lib/untrusted.ts'
 import type { AppliedObject } from '../sandbox/protocol.ts'
@@ -157,11 +157,11 @@ async function renderedObjects(
     const kind = typeof object.kind === 'string' ? object.kind : ''
     const name = typeof meta.name === 'string' ? meta.name : ''
     const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined
-    const invalid = invalidName(kind, name, namespace)
+    const nameIssue = objectNameProblem(kind, name)
+    const namespaceIssue = namespace === undefined ? undefined : namespaceProblem(namespace)
+    const invalid = nameIssue !== undefined ? `${kind} ${nameIssue}` : namespaceIssue !== undefined ? `${kind} ${name}: ${namespaceIssue}` : undefined
     if (invalid !== undefined) {
-      problems.push(
-        problemOf(k, `${kind}/${quoted(name)}: ${invalid}; Kubernetes refuses it, so Flux applies nothing of this Kustomization.`, traced.provenance),
-      )
+      problems.push(problemOf(k, `${invalid}; Kubernetes refuses it, so Flux applies nothing of this Kustomization.`, traced.provenance))
       continue
     }
     const rendered: RenderedObject = {
@@ -230,20 +230,6 @@ async function trace(
     return { provenance: toRepository(found.origin), keyOrigins, fields: undefined }
   }
   return { provenance: undefined, keyOrigins: {}, fields: undefined }
-}
-
-/** Kinds whose names Kubernetes checks as path segments only (RBAC); every other as a DNS-1123 subdomain. */
-const PATH_SEGMENT_NAMES = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'])
-
-/** Why Kubernetes would refuse this object's name or namespace; undefined when it would not. */
-export function invalidName(kind: string, name: string, namespace: string | undefined): string | undefined {
-  if (namespace !== undefined && !isDnsLabel(namespace)) return `namespace ${quoted(namespace)} is not a valid namespace name (DNS-1123 label)`
-  if (PATH_SEGMENT_NAMES.has(kind)) {
-    // eslint-disable-next-line no-control-regex -- control characters are what we refuse
-    const bad = name === '' || name === '.' || name === '..' || name.length > 253 || /[/%\u0000-\u001f\u007f]/.test(name)
-    return bad ? `name ${quoted(name)} is not a valid ${kind} name` : undefined
-  }
-  return isDnsSubdomain(name) ? undefined : `name ${quoted(name)} is not a valid object name (DNS-1123 subdomain)`
 }
 
 /** An object's name as written, before the Flux Kustomization's namePrefix/nameSuffix. */

@@ -38,7 +38,7 @@ async function forkPlanSummary(): Promise<string> {
 }
 
 describe('F5: summary markdown from a fork pull request', () => {
-  it('the audit reproducer: no forged heading, bold text or link; the path shown whole', async () => {
+  it('the audit reproducer: no forged heading, bold text or link; the path shown whole, the name quoted as text and cut', async () => {
     const summary = await forkPlanSummary()
     const shown = render(summary)
     expect(shown.headings).toEqual(['helmrelease-trigger: 0 triggered, 1 skipped, 0 failed', 'Plan', 'Releases', 'Values changed', 'Manifest problems'])
@@ -46,6 +46,7 @@ describe('F5: summary markdown from a fork pull request', () => {
     expect(shown.markup.get('em')).toBe(1) // ours: the italic plan-only line
     expect(shown.tables.flatMap((t) => t.widths.map((w) => w - t.header.length))).toEqual(shown.tables.flatMap((t) => t.widths.map(() => 0)))
     expect(shown.tables[0]?.rows[0]?.[3]).toBe(`${FILE}:1`)
-    expect(shown.lines.join('\n')).toContain('[Open the deploy approval page](https://attacker.example/approve)')
+    // A problem quotes at most 100 characters of the repository: shown as text, never a link.
+    expect(shown.lines.join('\n')).toContain("[Open the deploy approval page](https://attacker.exa…' (114 characters)")
   })
 })
