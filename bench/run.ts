@@ -76,7 +76,7 @@ const FULL: Profile = {
   watch: { rates: [1, 10, 100], seconds: 10, maxChanges: 1_000, sources: [1_000, 10_000], unlabelled: 10_000, memoryRuns: 2 },
   discover: { sizes: [1_000, 10_000] },
   start: { samples: 10 },
-  render: { apps: 50, manifestsPerApp: 20, reps: 3 },
+  render: { apps: 39, manifestsPerApp: 20, reps: 5 },
 }
 
 // One process or run per size, and watch and discover only when asked for (--only), to stay
@@ -93,7 +93,7 @@ const QUICK: Profile = {
   watch: { rates: [1, 10, 100], seconds: 3, maxChanges: 300, sources: [1_000], unlabelled: 10_000, memoryRuns: 1 },
   discover: { sizes: [1_000] },
   start: { samples: 3 },
-  render: { apps: 50, manifestsPerApp: 20, reps: 1 },
+  render: { apps: 39, manifestsPerApp: 20, reps: 1 },
 }
 
 type Log = (line: string) => void
