@@ -224,12 +224,12 @@ function runCli(cli: string, args: readonly string[], cwd: string, rssFile: stri
   })
 }
 
-function valuesYaml(app: number, revision: number): string {
+export function valuesYaml(app: number, revision: number): string {
   return `replicaCount: ${revision}\nimage:\n  tag: "1.${revision}.0"\napp: app-${app}\n`
 }
 
 /** The repository, path → text. */
-function fleet(apps: number, perApp: number, revision: number): Record<string, string> {
+export function fleet(apps: number, perApp: number, revision: number): Record<string, string> {
   const files: Record<string, string> = {}
   files[`${ROOT}/flux-system/gotk-sync.yaml`] = [
     'apiVersion: source.toolkit.fluxcd.io/v1',

@@ -81,7 +81,11 @@ async function openRange(reader: TreeReader, session: ObjectSession, options: Re
   const [headSnapshot, baseSnapshot, marked] = await Promise.all([
     Snapshot.open(session, store, options.head),
     options.base === undefined ? undefined : Snapshot.open(session, store, options.base),
-    reader.grep(options.head, FLUX_MARK, YAML_GLOBS),
+    reader.grep(options.head, FLUX_MARK, YAML_GLOBS).then((files) => {
+      // Flux objects: the renderer module loads and starts while the commits are read.
+      if (files.length > 0) options.sandbox.warm()
+      return files
+    }),
   ])
   const head = await Commit.open(reader, headSnapshot, marked)
   const base = baseSnapshot === undefined ? undefined : await Commit.derive(head, baseSnapshot)
@@ -102,8 +106,6 @@ async function renderRange(
   const changed = new Set([...options.changedFiles, ...range.changed])
   const identity = repositoryIdentity(options, head.scan, base?.scan)
   if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
-  // The renderer module loads and starts while the first closures are read.
-  options.sandbox.warm()
   const ctx: RenderContext = {
     options,
     identity,

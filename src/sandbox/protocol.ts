@@ -67,9 +67,9 @@ export interface Reply {
   readonly error?: string
 }
 
-/** Host → worker, first: the compiled module and the memory maximum it was given. */
+/** Host → worker, first: the memory maximum, and the compiled module when another thread made it already. */
 export interface WorkerStart {
-  readonly module: WebAssembly.Module
+  readonly module: WebAssembly.Module | undefined
   readonly memoryBytes: number
 }
 
@@ -81,5 +81,11 @@ export interface WorkerTask {
   readonly files?: SourceFiles
 }
 
-/** Worker → host: the instance is ready, the module's reply, or why the instance died (the worker then exits). */
-export type WorkerResult = { readonly ready: true } | { readonly id: number; readonly reply: Reply } | { readonly id: number; readonly fatal: string }
+/**
+ * Worker → host: the instance is ready (with the module it compiled, for the next threads), the
+ * module's reply, or why the instance died (the worker then exits).
+ */
+export type WorkerResult =
+  | { readonly ready: true; readonly module: WebAssembly.Module }
+  | { readonly id: number; readonly reply: Reply }
+  | { readonly id: number; readonly fatal: string }

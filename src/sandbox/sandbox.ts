@@ -19,7 +19,7 @@ import type {
   WorkerStart,
   WorkerTask,
 } from './protocol.ts'
-import { rendererModule } from './renderer-module.ts'
+import { rendererInstalled } from './renderer-module.ts'
 
 export interface Sandbox {
   /** kustomize's build of `request.path` in a source holding `files`, as kustomize-controller builds it. */
@@ -42,6 +42,8 @@ export interface SandboxOptions {
 }
 
 export const DEFAULT_DEADLINE_MS = 60_000
+/** Builds waiting per instance before another instance is started. */
+const QUEUE_PER_THREAD = 4
 export const DEFAULT_MEMORY_BYTES = 1024 * 1024 * 1024
 
 interface Task {
@@ -67,18 +69,18 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const queue: Task[] = []
   let ids = 0
   let closed = false
+  /** Compiled by the first thread, handed to the others. */
+  let module: WebAssembly.Module | undefined
 
   const start = (): Thread => {
     const worker = new Worker(WORKER_URL)
     const thread: Thread = { worker, ready: false, task: undefined, timer: undefined, ended: undefined }
     threads.add(thread)
     worker.unref()
-    void rendererModule(memory).then(
-      (module) => worker.postMessage({ module, memoryBytes: memory } satisfies WorkerStart),
-      (error: unknown) => end(thread, `the renderer module cannot be loaded: ${error instanceof Error ? error.message : String(error)}`),
-    )
+    worker.postMessage({ module, memoryBytes: memory } satisfies WorkerStart)
     worker.on('message', (result: WorkerResult) => {
       if ('ready' in result) {
+        module ??= result.module
         thread.ready = true
         pump()
       } else if ('fatal' in result) thread.ended ??= fatalReason(result.fatal, memory)
@@ -118,9 +120,9 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     while (queue.length > 0 && !closed) {
       const thread = [...threads].find((t) => t.ready && t.task === undefined && t.ended === undefined)
       if (thread === undefined) {
-        // A thread still starting takes the next task when it is ready.
-        const starting = [...threads].filter((t) => !t.ready && t.ended === undefined).length
-        if (threads.size < concurrency && starting < queue.length) start()
+        // Another instance costs a second of CPU to start: worth it only for a queue several
+        // builds deep per instance (a full render), not for the few builds of a small commit.
+        if (threads.size < concurrency && queue.length >= QUEUE_PER_THREAD * threads.size) start()
         return
       }
       const task = queue.shift() as Task
@@ -134,8 +136,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const ask = async (request: Request, files?: SourceFiles): Promise<Reply> => {
     if (closed) return { error: 'the renderer is closed' }
-    // A module that cannot be loaded is the installation's fault, not the repository's: thrown.
-    await rendererModule(memory)
+    // A module that is not installed is the installation's fault, not the repository's: thrown.
+    await rendererInstalled()
     return new Promise((resolve) => {
       queue.push({ message: { id: ++ids, request, ...(files === undefined ? {} : { files }) }, resolve })
       pump()

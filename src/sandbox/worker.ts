@@ -7,6 +7,7 @@
 import { parentPort } from 'node:worker_threads'
 import { ConsoleStdout, Directory, File, OpenFile, PreopenDirectory, WASI, type Inode } from '@bjorn3/browser_wasi_shim'
 import type { Reply, SourceFiles, WorkerResult, WorkerStart, WorkerTask } from './protocol.ts'
+import { compileRenderer } from './renderer-module.ts'
 
 interface Exports {
   readonly memory: WebAssembly.Memory
@@ -23,7 +24,8 @@ const port = parentPort
 if (port === null) throw new Error('the renderer worker runs as a worker thread')
 
 let begin: (start: WorkerStart) => void = () => {}
-const started = new Promise<WorkerStart>((resolve) => (begin = resolve)).then(async ({ module, memoryBytes }): Promise<Exports> => {
+const started = new Promise<WorkerStart>((resolve) => (begin = resolve)).then(async ({ module, memoryBytes }) => {
+  const compiled = module ?? (await compileRenderer(memoryBytes))
   const wasi = new WASI(
     ['renderer'],
     // Go's collector works harder as the heap nears the module's maximum, before growing into it.
@@ -38,9 +40,9 @@ const started = new Promise<WorkerStart>((resolve) => (begin = resolve)).then(as
     ],
     { debug: false },
   )
-  const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi.wasiImport })
+  const instance = await WebAssembly.instantiate(compiled, { wasi_snapshot_preview1: wasi.wasiImport })
   wasi.initialize(instance as unknown as { exports: { memory: WebAssembly.Memory; _initialize?: () => unknown } })
-  return instance.exports as unknown as Exports
+  return { module: compiled, exports: instance.exports as unknown as Exports }
 })
 
 const encoder = new TextEncoder()
@@ -50,14 +52,17 @@ port.on('message', (message: WorkerStart | WorkerTask) => {
   if ('module' in message) {
     begin(message)
     void started.then(
-      () => port.postMessage({ ready: true } satisfies WorkerResult),
+      ({ module, exports }) => {
+        warmUp(exports)
+        port.postMessage({ ready: true, module } satisfies WorkerResult)
+      },
       (error: unknown) => die(0, error),
     )
     return
   }
   const task = message
   void started.then(
-    (exports) => port.postMessage(run(exports, task)),
+    ({ exports }) => port.postMessage(run(exports, task)),
     (error: unknown) => die(task.id, error),
   )
 })
@@ -90,6 +95,36 @@ function call(exports: Exports, request: string): Reply {
   const text = decoder.decode(new Uint8Array(exports.memory.buffer, pointer, length).slice())
   exports.hrt_free(pointer)
   return JSON.parse(text) as Reply
+}
+
+/**
+ * One small build and post-build through the usual paths before the first real one: V8 compiles
+ * the module's functions on their first call, and this thread does that while the host still
+ * reads git, not inside the first build the run waits for.
+ */
+function warmUp(exports: Exports): void {
+  const files: SourceFiles = [
+    [
+      'w/kustomization.yaml',
+      encoder.encode(
+        'namespace: w\nresources: [r.yaml]\npatches: [{patch: "{metadata: {labels: {a: b}}}", target: {kind: ConfigMap}}]\nconfigMapGenerator: [{name: g, literals: [k=v]}]\n',
+      ),
+    ],
+    ['w/r.yaml', encoder.encode('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata: {k: "${v}"}\n')],
+  ]
+  const kustomization = {
+    apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+    kind: 'Kustomization',
+    metadata: { name: 'w', namespace: 'w' },
+    spec: { path: './w', postBuild: { substitute: { v: 'x' } } },
+  }
+  root.set('warm', tree(files))
+  try {
+    const built = call(exports, JSON.stringify({ op: 'build', build: { root: '/warm', path: 'w', kustomization } }))
+    call(exports, JSON.stringify({ op: 'postBuild', postBuild: { yaml: built.build?.yaml ?? '', kustomization } }))
+  } finally {
+    root.delete('warm')
+  }
 }
 
 /** The files as directories of the in-memory filesystem; a path with an empty, `.` or `..` part is left out. */
