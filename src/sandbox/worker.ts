@@ -52,8 +52,7 @@ port.on('message', (message: WorkerStart | WorkerTask) => {
   if ('module' in message) {
     begin(message)
     void started.then(
-      ({ module, exports }) => {
-        warmUp(exports)
+      ({ module }) => {
         port.postMessage({ ready: true, module } satisfies WorkerResult)
       },
       (error: unknown) => die(0, error),
@@ -95,36 +94,6 @@ function call(exports: Exports, request: string): Reply {
   const text = decoder.decode(new Uint8Array(exports.memory.buffer, pointer, length).slice())
   exports.hrt_free(pointer)
   return JSON.parse(text) as Reply
-}
-
-/**
- * One small build and post-build through the usual paths before the first real one: V8 compiles
- * the module's functions on their first call, and this thread does that while the host still
- * reads git, not inside the first build the run waits for.
- */
-function warmUp(exports: Exports): void {
-  const files: SourceFiles = [
-    [
-      'w/kustomization.yaml',
-      encoder.encode(
-        'namespace: w\nresources: [r.yaml]\npatches: [{patch: "{metadata: {labels: {a: b}}}", target: {kind: ConfigMap}}]\nconfigMapGenerator: [{name: g, literals: [k=v]}]\n',
-      ),
-    ],
-    ['w/r.yaml', encoder.encode('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata: {k: "${v}"}\n')],
-  ]
-  const kustomization = {
-    apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
-    kind: 'Kustomization',
-    metadata: { name: 'w', namespace: 'w' },
-    spec: { path: './w', postBuild: { substitute: { v: 'x' } } },
-  }
-  root.set('warm', tree(files))
-  try {
-    const built = call(exports, JSON.stringify({ op: 'build', build: { root: '/warm', path: 'w', kustomization } }))
-    call(exports, JSON.stringify({ op: 'postBuild', postBuild: { yaml: built.build?.yaml ?? '', kustomization } }))
-  } finally {
-    root.delete('warm')
-  }
 }
 
 /** The files as directories of the in-memory filesystem; a path with an empty, `.` or `..` part is left out. */
