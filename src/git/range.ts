@@ -89,9 +89,10 @@ async function pullRequestHead(request: RangeRequest, prHead: string, git: Commi
   const found = await git.resolve(prHead)
   if (found !== undefined) return { sha: found, notes: [] }
   if (request.eventName === 'pull_request_target') {
-    // GITHUB_SHA is the base branch here: planning it would describe the wrong commit.
+    // GITHUB_SHA is the base branch here: planning it would describe the wrong commit. Never
+    // advise checking the head out in this event: the job holds the base repository's secrets.
     throw new ConfigurationError(
-      `pull request head ${short(prHead)} is not in the clone; check it out (actions/checkout with ref: \${{ github.event.pull_request.head.sha }})`,
+      `pull request head ${short(prHead)} is not in the clone; plan pull requests on the pull_request event (a plan needs no secret), or fetch the head's objects without checking them out (git fetch origin refs/pull/<number>/head)`,
     )
   }
   const sha = await requireCommit(git, request.sha, 'GITHUB_SHA')

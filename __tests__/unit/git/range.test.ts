@@ -168,7 +168,7 @@ describe('pull requests', () => {
 
   it('pull_request_target: refuses to plan the base branch in place of a missing head', async () => {
     await expect(range('pull_request_target', pr(A, sha('8')), noInputs, C)).rejects.toThrow(
-      /pull request head 8888888 is not in the clone; check it out \(actions\/checkout with ref:/,
+      /pull request head 8888888 is not in the clone; plan pull requests on the pull_request event/,
     )
   })
 
