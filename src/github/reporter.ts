@@ -2,7 +2,8 @@
 // when checks cannot be written), one sticky comment on the pull request behind the commit,
 // and optionally a GitHub Deployment. Each write needs one permission; a refused or failed
 // write is a warning naming what to add, never a failed deploy. Nothing here decides the
-// verdict: the mode renders it, this file only delivers it.
+// verdict: the mode renders it, this file only delivers it. The sticky comment is only ever one
+// this token's own identity wrote: anyone can post a comment carrying the public marker.
 
 import { messageOf } from '../lib/errors.ts'
 import type { GitHubClient } from './client.ts'
@@ -87,6 +88,11 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
   let check: { id: number; annotated: boolean } | undefined
   let deployment: number | undefined
   let started = false
+  /** Who this token writes as, learnt from what it wrote: a check run's app, a status's creator. */
+  let author: string | undefined
+  const wroteAs = (login: string | undefined): void => {
+    if (login) author ??= login
+  }
 
   /** Runs one write; a failure becomes a warning naming the permission it needs. */
   const attempt = async <T>(permission: Permission, what: string, write: () => Promise<T>): Promise<T | undefined> => {
@@ -124,10 +130,12 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
         output,
         ...(scope.runUrl === undefined ? {} : { details_url: scope.runUrl }),
       }
-      if (check === undefined) {
-        const created = await client.rest.checks.create({ ...common, name: scope.checkName, head_sha: scope.sha })
-        check = { id: created.data.id, annotated: false }
-      } else await client.rest.checks.update({ ...common, check_run_id: check.id })
+      const written =
+        check === undefined
+          ? await client.rest.checks.create({ ...common, name: scope.checkName, head_sha: scope.sha })
+          : await client.rest.checks.update({ ...common, check_run_id: check.id })
+      check ??= { id: written.data.id, annotated: false }
+      wroteAs(botOf(written.data.app?.slug))
       return true
     })
     if (ok === undefined) await postStatus('pending', 'running')
@@ -154,10 +162,12 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
       })
       const done = { ...repo, status: 'completed' as const, conclusion: verdict.conclusion, completed_at: iso(), output: output(batches[0] ?? []) }
       const details = scope.runUrl === undefined ? {} : { details_url: scope.runUrl }
-      if (check === undefined) {
-        const created = await client.rest.checks.create({ ...done, ...details, name: scope.checkName, head_sha: scope.sha })
-        check = { id: created.data.id, annotated: false }
-      } else await client.rest.checks.update({ ...done, ...details, check_run_id: check.id })
+      const written =
+        check === undefined
+          ? await client.rest.checks.create({ ...done, ...details, name: scope.checkName, head_sha: scope.sha })
+          : await client.rest.checks.update({ ...done, ...details, check_run_id: check.id })
+      check ??= { id: written.data.id, annotated: false }
+      wroteAs(botOf(written.data.app?.slug))
       for (const batch of batches.slice(1)) await client.rest.checks.update({ ...repo, check_run_id: check.id, output: output(batch) })
       check = { id: check.id, annotated: check.annotated || annotations.length > 0 }
       return true
@@ -167,7 +177,7 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
 
   /** Where checks cannot be written (a token of no GitHub App): a commit status with the same name. */
   const postStatus = async (state: 'pending' | 'success' | 'failure' | 'error', description: string): Promise<void> => {
-    await attempt('statuses', 'set the commit status', () =>
+    const written = await attempt('statuses', 'set the commit status', () =>
       client.rest.repos.createCommitStatus({
         ...repo,
         sha: scope.sha,
@@ -177,6 +187,7 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
         ...(scope.runUrl === undefined ? {} : { target_url: scope.runUrl }),
       }),
     )
+    wroteAs(written?.data.creator?.login)
   }
 
   let lookup: Promise<number | undefined> | undefined
@@ -184,10 +195,14 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
   const findPullRequest = async (): Promise<number | undefined> => {
     if (scope.pullRequest !== undefined) return scope.pullRequest
     const pulls = await attempt('pull-requests', 'find the pull request of the commit', () =>
-      client.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: scope.sha, per_page: 10 }),
+      client.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: scope.sha, per_page: 100 }),
     )
-    const found = pulls?.data[0]?.number
-    if (pulls !== undefined && found === undefined) log.info(`GitHub report: commit ${scope.sha.slice(0, 12)} has no pull request; no comment written.`)
+    // GitHub lists open pull requests that merely contain the commit too, a fork's among them.
+    const found = pulls?.data.find((pull) => pullOfCommit(pull, `${scope.owner}/${scope.repo}`, scope.sha))?.number
+    if (pulls !== undefined && found === undefined)
+      log.info(
+        `GitHub report: commit ${scope.sha.slice(0, 12)} has no pull request of this repository (merged as it, or with it as its head); no comment written.`,
+      )
     return found
   }
 
@@ -197,13 +212,38 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
     const marker = commentMarker(scope.checkName)
     const text = `${marker}\n${clip(body, LIMITS.comment - marker.length - 1)}`
     await attempt('pull-requests', `write the comment on pull request #${issue}`, async () => {
+      const me = await identity()
       // Every page is read: the sticky comment may be anywhere among hundreds.
       const comments = await client.paginate(client.rest.issues.listComments, { ...repo, issue_number: issue, per_page: 100 })
-      const mine = comments.find((c) => c.body?.startsWith(marker) === true)
-      if (mine === undefined) await client.rest.issues.createComment({ ...repo, issue_number: issue, body: text })
-      else if (mine.body !== text) await client.rest.issues.updateComment({ ...repo, comment_id: mine.id, body: text })
+      const marked = comments.filter((c) => c.body?.startsWith(marker) === true)
+      const mine = marked.find((c) => c.user?.login === me)
+      for (const planted of marked.filter((c) => c !== mine && c.user?.login !== me))
+        log.info(
+          `GitHub report: comment ${planted.id} on pull request #${issue} carries this report's marker but was not written by ${me}; it is left as it is.`,
+        )
+      if (mine === undefined) {
+        const created = await client.rest.issues.createComment({ ...repo, issue_number: issue, body: text })
+        wroteAs(created.data.user?.login)
+      } else if (mine.body !== text) await client.rest.issues.updateComment({ ...repo, comment_id: mine.id, body: text })
     })
   }
+
+  /**
+   * Who this token writes as: learnt from the check run or status it wrote; else a user token
+   * says (GET /user); else it is an installation token that could write neither, taken to be the
+   * workflow's own GITHUB_TOKEN (github-actions[bot]). Asked once per run.
+   */
+  let asked: Promise<string> | undefined
+  const identity = (): Promise<string> =>
+    (asked ??= (async () => {
+      if (author !== undefined) return author
+      try {
+        const user = await client.rest.users.getAuthenticated()
+        return user.data.login
+      } catch {
+        return GITHUB_ACTIONS_BOT
+      }
+    })())
 
   const startDeployment = async (environment: string): Promise<void> => {
     deployment = await attempt('deployments', `create the deployment to ${environment}`, async () => {
@@ -252,6 +292,28 @@ export function createGitHubReporter(scope: GitHubScope, deps: ReporterDeps): Gi
       await deploymentStatus(verdict.conclusion === 'failure' ? 'failure' : 'success', verdict.title)
     },
   }
+}
+
+/** The login of the GITHUB_TOKEN every workflow gets. */
+export const GITHUB_ACTIONS_BOT = 'github-actions[bot]'
+
+/** A GitHub App's bot login: `<slug>[bot]`. */
+function botOf(slug: string | undefined): string | undefined {
+  return slug ? `${slug}[bot]` : undefined
+}
+
+interface PullOfCommit {
+  readonly merged_at?: string | null
+  readonly merge_commit_sha?: string | null
+  readonly head?: { readonly sha?: string; readonly repo?: { readonly full_name?: string } | null }
+  readonly base?: { readonly repo?: { readonly full_name?: string } | null }
+}
+
+/** A pull request of this repository that was merged as `sha`, or whose head is `sha` and lives here. */
+export function pullOfCommit(pull: PullOfCommit, repository: string, sha: string): boolean {
+  if (pull.base?.repo?.full_name !== repository) return false
+  if (pull.merged_at && pull.merge_commit_sha === sha) return true
+  return pull.head?.sha === sha && pull.head.repo?.full_name === repository
 }
 
 function statusState(conclusion: CheckConclusion): 'success' | 'failure' | 'error' {

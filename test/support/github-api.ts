@@ -28,6 +28,7 @@ const OPERATIONS = {
   '/repos/{owner}/{repo}/issues/comments/{comment_id}': ['get', 'patch'],
   '/repos/{owner}/{repo}/deployments': ['get', 'post'],
   '/repos/{owner}/{repo}/deployments/{deployment_id}/statuses': ['get', 'post'],
+  '/user': ['get'],
 } as const
 
 export type JsonObject = Record<string, unknown>
@@ -86,8 +87,11 @@ export interface Deployment {
 
 export interface PullRequest {
   readonly number: number
+  /** The commit the pull request is associated with: its head, or its merge commit when merged. */
   readonly head: string
   readonly fromFork: boolean
+  /** Merged as `head` (squash or merge commit): closed, with merged_at and merge_commit_sha. */
+  readonly merged: boolean
 }
 
 export interface GitHubApi {
@@ -102,8 +106,8 @@ export interface GitHubApi {
   readonly statuses: readonly { sha: string; state: string; context: string; description: string | null; target_url: string | null }[]
   readonly deployments: readonly Deployment[]
   comments(issue: number): readonly Comment[]
-  /** A pull request whose head (or merge) is `sha`. */
-  addPullRequest(sha: string, number: number, options?: { fromFork?: boolean }): void
+  /** A pull request whose head (or, merged, whose merge commit) is `sha`. */
+  addPullRequest(sha: string, number: number, options?: { fromFork?: boolean; merged?: boolean }): void
   /** Comments by other people, so the sticky one must be searched for across pages. */
   addComments(issue: number, bodies: readonly string[], user?: string): void
   fault(fault: Fault): void
@@ -227,6 +231,8 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
     completed_at: c.completed_at,
     output: { ...c.output, annotations_count: c.annotations.length, annotations_url: `${base}/repos/${owner}/${repo}/check-runs/${c.id}/annotations` },
     pull_requests: [],
+    // The GitHub App whose installation token wrote it.
+    app: { ...(mock('checks/get', 200)['app'] as JsonObject), slug: login.replace(/\[bot\]$/, '') },
   })
   const commentJson = (issue: number, c: Comment): JsonObject => {
     const template = mock('issues/get-comment', 200)
@@ -278,13 +284,17 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
       const t = template[key] as JsonObject
       const r = t['repo'] as JsonObject
       const name = key === 'head' && p.fromFork ? `someone/${repo}` : `${owner}/${repo}`
-      return { ...t, sha: key === 'head' ? p.head : '0'.repeat(40), repo: { ...r, full_name: name, fork: key === 'head' && p.fromFork } }
+      // A merged pull request's head is the branch's last commit, not the merge commit.
+      const sha = key === 'base' ? '0'.repeat(40) : p.merged ? 'f'.repeat(40) : p.head
+      return { ...t, sha, repo: { ...r, full_name: name, fork: key === 'head' && p.fromFork } }
     }
     return {
       ...template,
       number: p.number,
       id: 5000 + p.number,
-      state: 'open',
+      state: p.merged ? 'closed' : 'open',
+      merged_at: p.merged ? '2026-11-25T07:59:00Z' : null,
+      merge_commit_sha: p.merged ? p.head : null,
       url: `${base}/repos/${owner}/${repo}/pulls/${p.number}`,
       html_url: `https://github.example/${owner}/${repo}/pull/${p.number}`,
       requested_teams: [],
@@ -416,6 +426,10 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
         }
         return notFound
       }
+      case 'users/get-authenticated':
+        // An installation token (GITHUB_TOKEN, a GitHub App's) is no user.
+        if (login.endsWith('[bot]')) return { status: 403, body: { message: 'Resource not accessible by integration', documentation_url: DOCS, status: '403' } }
+        return { status: 200, body: { ...mock('users/get-authenticated', 200), login, type: 'User' } }
       case 'repos/list-deployments': {
         let found = [...deployments].reverse()
         for (const key of ['sha', 'ref', 'environment', 'task'] as const) {
@@ -474,6 +488,7 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
     created_at: s.at,
     updated_at: s.at,
     url: `${base}/repos/${owner}/${repo}/statuses/${s.sha}`,
+    creator: { ...(mock('repos/create-commit-status', 201)['creator'] as JsonObject), login, type: login.endsWith('[bot]') ? 'Bot' : 'User' },
   })
 
   /** page/per_page (default 30, at most 100) with a Link header as GitHub sends it. */
@@ -535,7 +550,8 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
     }
     const validation = api.validateRequest(request, operation)
     const params = api.router.parseRequest(request, operation).params as Record<string, string>
-    const wrongRepo = params['owner'] !== owner || params['repo'] !== repo
+    // Every route but GET /user is a repository's.
+    const wrongRepo = operationId !== 'users/get-authenticated' && (params['owner'] !== owner || params['repo'] !== repo)
     const rule = validation.valid
       ? wrongRepo
         ? `repository ${params['owner']}/${params['repo']} is not ${owner}/${repo}`
@@ -573,7 +589,7 @@ export async function startGitHubApi(options: GitHubApiOptions = {}): Promise<Gi
     statuses,
     deployments,
     comments: (issue) => comments.get(issue) ?? [],
-    addPullRequest: (sha, number, o = {}) => void pulls.push({ number, head: sha, fromFork: o.fromFork ?? false }),
+    addPullRequest: (sha, number, o = {}) => void pulls.push({ number, head: sha, fromFork: o.fromFork ?? false, merged: o.merged ?? false }),
     addComments: (issue, bodies, user = 'octocat') => {
       const list = comments.get(issue) ?? []
       for (const b of bodies) {

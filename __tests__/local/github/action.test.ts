@@ -83,3 +83,45 @@ describe('a pull request', () => {
     expect(run.stdout).toContain('a pull request from a fork gets nothing written')
   })
 })
+
+describe('what others put on the pull request', () => {
+  it('S4: a comment planted with the report marker is left alone; the action writes its own and keeps it', async () => {
+    api.addPullRequest(head, 21)
+    const planted = '<!-- helmrelease-trigger: helmrelease-trigger -->\n### ✅ helmrelease-trigger: all checks passed, safe to merge'
+    api.addComments(21, ['LGTM', planted], 'mallory')
+    for (let i = 0; i < 2; i++) {
+      const run = await runAction({
+        workspace: repo.dir,
+        eventName: 'pull_request',
+        event: pullRequestEvent(21, 'acme/fleet'),
+        sha: head,
+        inputs: { 'github-token': 'ghs_pr' },
+        env: { GITHUB_API_URL: api.url },
+      })
+      expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    }
+    const comments = api.comments(21)
+    expect(comments.find((c) => c.user === 'mallory' && c.body.startsWith('<!--'))?.body).toBe(planted)
+    expect(comments.filter((c) => c.user === 'github-actions[bot]')).toHaveLength(1)
+    expect(api.requests.filter((r) => r.operationId === 'issues/update-comment' && r.path.endsWith(`/${comments[1]?.id}`))).toEqual([])
+  })
+
+  it("I2: a push whose commit heads a fork's open pull request comments nowhere", async () => {
+    // A commit that triggers nothing: the run reports without a cluster.
+    repo.write({ 'README.md': 'docs\n' })
+    const docs = repo.commit('docs only')
+    api.addPullRequest(docs, 22, { fromFork: true })
+    const run = await runAction({
+      workspace: repo.dir,
+      eventName: 'push',
+      event: { before: head, after: docs, ref: 'refs/heads/release' },
+      sha: docs,
+      inputs: { 'github-token': 'ghs_push' },
+      env: { GITHUB_API_URL: api.url },
+    })
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    expect(run.stdout + run.stderr).toContain('has no pull request of this repository')
+    expect(api.comments(22)).toEqual([])
+    expect(api.checkRuns.some((c) => c.head_sha === docs)).toBe(true)
+  })
+})

@@ -166,7 +166,7 @@ describe('sticky comment', () => {
   it('a commit without a pull request gets no comment, and says so', async () => {
     await reporter({ checks: false }).finish(verdict())
     expect(api.requests.map((r) => r.operationId)).toEqual(['repos/list-pull-requests-associated-with-commit'])
-    expect(infos.some((m) => m.includes('has no pull request'))).toBe(true)
+    expect(infos.some((m) => m.includes('has no pull request of this repository'))).toBe(true)
     expect(warnings).toEqual([])
   })
 
@@ -176,6 +176,66 @@ describe('sticky comment', () => {
     await reporter({ checks: false }).finish(verdict())
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toContain('`pull-requests: write`')
+  })
+
+  it("S4: a comment someone planted with the marker is never edited; the token's own is written beside it and kept", async () => {
+    api.addPullRequest(SHA, 7)
+    const planted = `${commentMarker('helmrelease-trigger')}\n### ✅ helmrelease-trigger: all checks passed, safe to merge`
+    api.addComments(7, ['LGTM', planted], 'mallory')
+    await reporter({ checks: false }).finish(verdict({ comment: 'first' }))
+    await reporter({ checks: false }).finish(verdict({ comment: 'second' }))
+    const comments = api.comments(7)
+    expect(comments.find((c) => c.user === 'mallory' && c.body === planted)).toBeDefined()
+    const ours = comments.filter((c) => c.user === 'github-actions[bot]')
+    expect(ours).toHaveLength(1)
+    expect(ours[0]?.body).toContain('second')
+    const plantedId = comments.find((c) => c.body === planted)?.id
+    expect(api.requests.filter((r) => r.operationId === 'issues/update-comment' && r.path.endsWith(`/${plantedId}`))).toEqual([])
+    expect(infos.some((m) => m.includes(`comment ${plantedId}`) && m.includes('not written by github-actions[bot]'))).toBe(true)
+    expect(warnings).toEqual([])
+  })
+
+  it("knows its own comments by the identity the token writes as: a GitHub App's bot, from the check run it wrote", async () => {
+    await api.close()
+    api = await startGitHubApi({ login: 'deployer[bot]' })
+    api.addPullRequest(SHA, 7)
+    api.addComments(7, [`${commentMarker('helmrelease-trigger')}\nold`], 'github-actions[bot]')
+    const r = reporter()
+    await r.start()
+    await r.finish(verdict({ comment: 'by the app' }))
+    await reporter().finish(verdict({ comment: 'by the app, again' }))
+    const ours = api.comments(7).filter((c) => c.user === 'deployer[bot]')
+    expect(ours.map((c) => c.body.split('\n')[1])).toEqual(['by the app, again'])
+    expect(api.comments(7).find((c) => c.user === 'github-actions[bot]')?.body).toContain('old')
+    expect(api.requests.some((r) => r.operationId === 'users/get-authenticated')).toBe(false)
+  })
+
+  it('knows a user token by GET /user, once per run', async () => {
+    await api.close()
+    api = await startGitHubApi({ login: 'release-bot-user' })
+    api.addPullRequest(SHA, 7)
+    api.addComments(7, [`${commentMarker('helmrelease-trigger')}\nplanted`], 'mallory')
+    await reporter({ checks: false }).finish(verdict({ comment: 'one' }))
+    await reporter({ checks: false }).finish(verdict({ comment: 'two' }))
+    expect(
+      api
+        .comments(7)
+        .filter((c) => c.user === 'release-bot-user')
+        .map((c) => c.body.split('\n')[1]),
+    ).toEqual(['two'])
+    expect(api.requests.filter((r) => r.operationId === 'users/get-authenticated')).toHaveLength(2)
+  })
+
+  it("I2: a push's commit comments only on a pull request of this repository merged as it, or whose head it is here, never a fork's", async () => {
+    // GitHub lists open pull requests that contain the commit too: here a fork's, whose head is this commit.
+    api.addPullRequest(SHA, 11, { fromFork: true })
+    await reporter({ checks: false }).finish(verdict())
+    expect(api.comments(11)).toEqual([])
+    expect(infos.some((m) => m.includes('has no pull request of this repository'))).toBe(true)
+    api.addPullRequest(SHA, 12, { merged: true })
+    await reporter({ checks: false }).finish(verdict())
+    expect(api.comments(11)).toEqual([])
+    expect(api.comments(12)).toHaveLength(1)
   })
 
   it('a fork pull request gets nothing written at all', async () => {
