@@ -24,18 +24,38 @@ const MARKDOWN = /[&<>"'`*_[\]()!#~|\\:@]/g
 
 /**
  * Untrusted text made inert in a markdown cell or line: no line break (CommonMark also ends a line
- * at a lone CR), no markup, no autolink, controls and bidi marks shown as escapes, capped.
+ * at a lone CR), no markup, no autolink, controls and bidi marks shown as escapes, capped; and no
+ * mention or reference GitHub would act on (see unlinked).
  */
 export function cell(text: string): string {
+  return unlinked(inert(text))
+}
+
+/**
+ * Untrusted text shown as code: `<code>` around the escaped text (a backtick in it cannot end the
+ * span). GitHub resolves no mention or reference inside code.
+ */
+export function code(text: string): string {
+  return `<code>${inert(text)}</code>`
+}
+
+function inert(text: string): string {
   return oneLine(text, MAX_CELL)
     .replace(/\u23ce/g, ' ') // ⏎ escaped: one non-Latin-1 character in the bundle doubles its in-memory source
     .replace(MARKDOWN, (ch) => `&#${ch.charCodeAt(0)};`)
     .replace(/www\./gi, (w) => `${w.slice(0, 3)}&#46;`)
 }
 
-/** Untrusted text shown as code: `<code>` around the escaped text (a backtick in it cannot end the span). */
-export function code(text: string): string {
-  return `<code>${cell(text)}</code>`
+const ZERO_WIDTH_SPACE = '\u200b'
+
+/**
+ * GitHub resolves @mentions (people, `org/team`) and references (`#26`, `owner/repo#26`, `GH-26`)
+ * on the rendered text, after character references are decoded: `&#64;org/team` still notifies.
+ * A zero-width space after each `@` and `#`, and inside `GH-`, leaves nothing their patterns match
+ * (GitHub's documented forms; the mention pattern of github/html-pipeline's MentionFilter).
+ */
+function unlinked(escaped: string): string {
+  return escaped.replace(/&#(64|35);/g, `&#$1;${ZERO_WIDTH_SPACE}`).replace(/\b(GH)-/gi, `$1${ZERO_WIDTH_SPACE}-`)
 }
 
 /** `1 release`, `2 releases`. */

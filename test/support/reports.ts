@@ -80,9 +80,10 @@ const LONG =
   )
 
 /** Three upgraded, one failed, with names and messages that break naive markdown. */
-export function awkwardReport(): TriggerReport {
+/** A report whose names and messages are hard to show; `hostile` puts text of one's choosing in a release's cron message and a plan source's file. */
+export function awkwardReport(hostile: { readonly name?: string; readonly message?: string } = {}): TriggerReport {
   const cm: SourceId = 'ConfigMap/apps/web-values'
-  const odd: SourceId = 'ConfigMap/apps/a|b`c<d>'
+  const odd: SourceId = `ConfigMap/apps/a|b\`c<d>${hostile.name === undefined ? '' : ` ${hostile.name}`}`
   const secret: SourceId = 'Secret/apps/db'
   const sources = [
     plannedSource(cm, 'clusters/prod/apps/web|values.yaml', 3, ['web', 'api', 'worker'], {
@@ -103,7 +104,7 @@ export function awkwardReport(): TriggerReport {
     releaseResult('apps', 'cron', odd, Status.Upgraded, {
       revisionBefore: 1,
       revisionAfter: 2,
-      message: 'line one\r\nline two with a | pipe and `code` and <b>html</b>',
+      message: hostile.message ?? 'line one\r\nline two with a | pipe and `code` and <b>html</b>',
     }),
     releaseResult('apps', 'web', cm, Status.Failed, { reason: controllerReason('UpgradeFailed'), revisionBefore: 7, revisionAfter: 8, message: LONG }),
     releaseResult('apps', 'worker', cm, Status.Upgraded, {

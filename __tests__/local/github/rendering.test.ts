@@ -57,9 +57,9 @@ h1.where{font-size:12px;text-transform:uppercase;color:#59636e;margin:0 0 8px}
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d1d9e0;padding:4px 10px;vertical-align:top;max-width:520px}
 th{background:#f6f8fa}code{background:#eff1f3;border-radius:4px;padding:1px 4px;font-size:12px}`
 
-async function render(): Promise<void> {
+async function render(documents: Readonly<Record<string, string>> = DOCUMENTS): Promise<void> {
   const sections = await Promise.all(
-    Object.entries(DOCUMENTS).map(
+    Object.entries(documents).map(
       async ([where, markdown]) => `<section data-where="${where}"><h1 class="where">${where}</h1>${await marked.parse(markdown, { gfm: true })}</section>`,
     ),
   )
@@ -99,7 +99,8 @@ describe('GitHub-flavoured Markdown in a real browser', () => {
       expect(cron?.[0]).toBe('ConfigMap/apps/a|b`c<d>')
       expect(cron?.[6]).toBe('line one line two with a | pipe and `code` and <b>html</b>')
       const web = t.rows.find((r) => r[1] === 'apps/web')
-      expect(web?.[6]).toHaveLength(300)
+      // 300 characters of the message, and the zero-width spaces that keep its # and @ from linking.
+      expect(web?.[6]?.replace(/\u200b/g, '')).toHaveLength(300)
       expect(web?.[3]).toBe('❌ Failed (UpgradeFailed)')
       expect(web?.[4]).toBe('7 → 8')
     }
@@ -125,5 +126,42 @@ describe('GitHub-flavoured Markdown in a real browser', () => {
     mkdirSync(ARTIFACTS, { recursive: true })
     await page.screenshot({ path: join(ARTIFACTS, 'github-report.png'), fullPage: true })
     expect(existsSync(join(ARTIFACTS, 'github-report.png'))).toBe(true)
+  })
+})
+
+/**
+ * What GitHub links or notifies in the rendered text of a comment, a summary or a check run, by its
+ * documented forms (Basic writing and formatting syntax, "Mentioning people and teams";
+ * Autolinked references and URLs, "Issues and pull requests"): `@user`, `@org/team`, `#26`,
+ * `GH-26`, `owner/repo#26`. The mention pattern is github/html-pipeline's MentionFilter; like it,
+ * text inside `pre`, `code` and `a` is skipped. Applied to the text the browser shows, so a
+ * character reference (`&#64;`) counts as what it decodes to.
+ */
+async function linkedByGitHub(): Promise<string[]> {
+  // Run in the page (the project compiles without the DOM's types): every text node outside pre, code and a.
+  const texts = (await page.evaluate(`(() => {
+    const out = []
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT)
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode())
+      if (node.parentElement && node.parentElement.closest('pre, code, a') === null) out.push(node.textContent || '')
+    return out
+  })()`)) as string[]
+  const patterns = [
+    /(?:^|\W)@([a-z0-9][a-z0-9-]*)(?:\/[a-z0-9][a-z0-9-]*)?(?!\/)(?=\.+[ \t\W]|\.+$|[^0-9a-zA-Z_.]|$)/i,
+    /(?:^|[^\w&])#\d+\b/,
+    /\bGH-\d+\b/i,
+    /\b[\w.-]+\/[\w.-]+#\d+\b/,
+  ]
+  return texts.filter((t) => patterns.some((p) => p.test(t)))
+}
+
+describe('I3: nothing in what we post mentions or references anyone', () => {
+  it('names and messages carrying @user, @org/team, #1, GH-2 and owner/repo#3 notify and link no one, in every place', async () => {
+    const hostile = 'ping @octocat and @acme/security-team, see #1, GH-2 and acme/fleet#3'
+    const report = awkwardReport({ name: `web ${hostile}`, message: `failed: ${hostile}` })
+    const verdict = triggerVerdict(report, { failOn: 'error', runUrl: RUN })
+    await render({ 'Job summary': summaryMarkdown(report), 'Check run': `${verdict.summary}\n${verdict.text}`, 'Pull-request comment': verdict.comment })
+    expect(await page.textContent('body')).toContain('ping @')
+    expect(await linkedByGitHub()).toEqual([])
   })
 })
