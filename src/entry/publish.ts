@@ -4,7 +4,8 @@
 
 import * as core from '@actions/core'
 import { cell } from '../lib/text.ts'
-import { logLine, plainText } from '../lib/untrusted.ts'
+import { capJson } from '../lib/json-cap.ts'
+import { logLine, plainText, safeJson } from '../lib/untrusted.ts'
 import type { Annotation, ModeResult } from '../modes/mode.ts'
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -13,12 +14,14 @@ type Env = Readonly<Record<string, string | undefined>>
 const MAX_ANNOTATIONS = 50
 /** GitHub refuses a step summary over 1 MiB; stay under it with room for the closing line. */
 const MAX_SUMMARY_BYTES = 1024 * 1024 - 4096
+/** GitHub takes a step or job output of at most 1 MB; a reusable workflow passes ours on as job outputs. */
+export const MAX_OUTPUT_BYTES = 900_000
 
 export async function publish(result: ModeResult, env: Env): Promise<void> {
   for (const a of result.annotations.slice(0, MAX_ANNOTATIONS)) annotate(a)
   if (result.annotations.length > MAX_ANNOTATIONS)
     core.notice(`…and ${result.annotations.length - MAX_ANNOTATIONS} more problems: see the job summary and the outputs.`, { title: 'helmrelease-trigger' })
-  for (const [name, value] of Object.entries(result.outputs)) core.setOutput(name, value)
+  for (const [name, value] of Object.entries(result.outputs)) core.setOutput(name, outputText(value))
   if (env['GITHUB_STEP_SUMMARY']) await writeSummary(result.summaryMarkdown)
   say(result.headline)
   for (const line of result.log) say(line)
@@ -33,6 +36,23 @@ export async function publishError(message: string, env: Env): Promise<void> {
       .addRaw(`## helmrelease-trigger: failed\n\n${cell(message)}\n`)
       .write()
       .catch(() => undefined)
+}
+
+/**
+ * An output as written: under GitHub's size limit (a JSON output cut to a valid, shorter document
+ * that says so), and no line a workflow command where a step prints it.
+ */
+export function outputText(value: string): string {
+  let text = safeJson(value)
+  // Escaping can lengthen the text: cut again with what it added taken off the budget.
+  for (let budget = MAX_OUTPUT_BYTES; Buffer.byteLength(text) > MAX_OUTPUT_BYTES && budget > 0; budget -= Buffer.byteLength(text) - budget) {
+    try {
+      text = safeJson(capJson(value, budget))
+    } catch {
+      text = safeJson(JSON.stringify(`${value.slice(0, budget / 8)}… (truncated to fit GitHub’s output limit: the job summary has the rest)`))
+    }
+  }
+  return text
 }
 
 /** The only way a line reaches the log: untrusted text in it can start no workflow command. */

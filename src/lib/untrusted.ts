@@ -84,7 +84,10 @@ export function logText(text: string, max: number = MAX_LINE): string {
  * bidi marks written as \u escapes, which JSON decodes back to the same value).
  */
 export function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent)
-    .replace(/##\[/g, '##\\u005b')
-    .replace(/[\u0085\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, visible)
+  return safeJson(JSON.stringify(value, null, indent))
+}
+
+/** JSON text written so no line of it is a workflow command and no bidi mark reorders it; it decodes to the same value. */
+export function safeJson(json: string): string {
+  return json.replace(/##\[/g, '##\\u005b').replace(/[\u0085\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, visible)
 }
