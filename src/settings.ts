@@ -56,6 +56,8 @@ export interface Settings {
   readonly annotationPrefix: string
   /** Namespace of annotated targets when `<prefix>/helmreleases-namespace` is absent. */
   readonly defaultNamespace: string
+  /** `source=target` namespace pairs (`*` for any) a source may target besides its own namespace (core/namespace-rule.ts). */
+  readonly crossNamespaceTargets: readonly string[]
   /** Also send reconcile.fluxcd.io/forceAt (one-off helm upgrade even without changes). */
   readonly force: boolean
   /** Also send reconcile.fluxcd.io/resetAt (reset the retry counter). */
@@ -176,6 +178,7 @@ export function parseSettings(read: InputReader): Settings {
     paths: lines(read, 'paths', DEFAULT_PATHS),
     annotationPrefix: prefix(read),
     defaultNamespace: namespace(read, 'default-namespace', 'flux-system'),
+    crossNamespaceTargets: crossNamespaceTargets(read),
     force: bool(read, 'force', false),
     reset: bool(read, 'reset', false),
     discover: bool(read, 'discover', true),
@@ -280,6 +283,19 @@ function namespaces(read: InputReader): readonly string[] {
   if (bad !== undefined) {
     throw new ConfigurationError(
       `Input 'namespaces' must list namespace names (lowercase letters, digits and '-'), one per line or comma-separated; got '${bad}'.`,
+    )
+  }
+  return [...new Set(items)].sort()
+}
+
+/** `source=target` pairs of namespaces (either side `*`), or `*` alone; one per line or comma-separated. */
+function crossNamespaceTargets(read: InputReader): readonly string[] {
+  const items = lines(read, 'cross-namespace-targets', [])
+  const part = (p: string): boolean => p === '*' || isDnsLabel(p)
+  const bad = items.find((item) => item !== '*' && !(item.split('=').length === 2 && item.split('=').every(part)))
+  if (bad !== undefined) {
+    throw new ConfigurationError(
+      `Input 'cross-namespace-targets' takes source=target namespace pairs (either side * for any), or * alone, one per line; got '${bad}'. Example: apps=flux-system.`,
     )
   }
   return [...new Set(items)].sort()
@@ -485,7 +501,7 @@ function prefix(read: InputReader): string {
 
 // ---- Per-mode projections: the fields each mode reads, and nothing else -------------------------
 
-const PLAN_FIELDS = ['paths', 'annotationPrefix', 'defaultNamespace', 'semanticDigest', 'discover'] as const
+const PLAN_FIELDS = ['paths', 'annotationPrefix', 'defaultNamespace', 'crossNamespaceTargets', 'semanticDigest', 'discover'] as const
 /** What the planner reads. */
 export type PlanSettings = Pick<Settings, (typeof PLAN_FIELDS)[number]>
 

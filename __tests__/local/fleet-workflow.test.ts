@@ -39,7 +39,7 @@ function cluster(name: string, wave: number, releases: number): ClusterPlan {
 // Three waves, one of them (wave 2) without work.
 const PLAN: FleetPlan = {
   range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
-  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'] },
+  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'], crossNamespaceTargets: [] },
   waves: 3,
   clusters: [cluster('staging', 1, 2), cluster('canary', 2, 0), cluster('prod-eu', 3, 1), cluster('prod-us', 3, 1)],
 }

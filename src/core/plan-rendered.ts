@@ -11,6 +11,7 @@ import { contentOfConfigMap, contentOfSecret, digestOf, type DigestContent } fro
 import { addedKeys, keyChanges } from './key-changes.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
+import { mayTarget, refusedTargetMessage } from './namespace-rule.ts'
 import { byReleaseKey, chartSourceId, releaseKey, sourceId } from './model.ts'
 import { compareText } from '../lib/sort.ts'
 import { quoted } from '../lib/untrusted.ts'
@@ -42,7 +43,7 @@ export interface RenderedPlanInput {
   readonly head: RenderedRepository
   /** Plan every labelled source at head, changed or not (no spec changes then). */
   readonly fullSync: boolean
-  readonly options: Pick<PlanOptions, 'prefix' | 'defaultNamespace' | 'semanticDigest' | 'discover'>
+  readonly options: Pick<PlanOptions, 'prefix' | 'defaultNamespace' | 'semanticDigest' | 'discover' | 'crossNamespaceTargets'>
 }
 
 /** helm-controller's default `valuesKey`. */
@@ -499,7 +500,9 @@ function planSource(candidate: Candidate, scope: SourceScope): PlannedWithReads 
     targets.push({ ...ref, reasons: [reason] })
     if (!readOrigins.has(releaseKey(ref))) readOrigins.set(releaseKey(ref), changed)
   }
-  const annotated = now.labelled ? now.annotatedTargets : []
+  const allowed = (ref: ReleaseRef): boolean => mayTarget(scope.context.options.crossNamespaceTargets, now.namespace, ref.namespace)
+  const annotated = now.labelled ? now.annotatedTargets.filter(allowed) : []
+  const refused = now.labelled ? now.annotatedTargets.filter((ref) => !allowed(ref)) : []
   const discovered = scope.context.options.discover ? [...byRelease.values()].flatMap((reads) => reads.slice(0, 1).map((r) => r.release)) : []
   for (const ref of annotated) consider(ref, 'annotation')
   for (const ref of discovered) consider(ref, 'valuesFrom')
@@ -518,7 +521,14 @@ function planSource(candidate: Candidate, scope: SourceScope): PlannedWithReads 
       : { keyChanges: before === undefined ? addedKeys(now) : keyChanges(before, now, { semantic: scope.context.options.semanticDigest }) }),
     ...(edits.length > 0 ? { edits } : {}),
   }
-  return { source, readOrigins, problems: untargeted(now, merged, annotated.length + discovered.length, edits, scope.context) }
+  const refusals: FileProblem[] = refused.map((ref) => ({
+    severity: 'warning',
+    file: now.origin.file,
+    line: now.origin.line,
+    message: refusedTargetMessage(now.id, ref, now.namespace),
+  }))
+  // A source whose only targets were refused was said to be so already.
+  return { source, readOrigins, problems: refusals.length > 0 && merged.length === 0 ? refusals : [...refusals, ...untargeted(now, merged, annotated.length + discovered.length, edits, scope.context)] }
 }
 
 function common(s: Source): Pick<PlannedSource, 'kind' | 'namespace' | 'name' | 'id' | 'encrypted' | 'origin'> {

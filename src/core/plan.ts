@@ -10,6 +10,7 @@ import type { Keys } from './keys.ts'
 import { isKustomizationFile, parseManifestFile, resolveRelease, resolveSource } from './manifest.ts'
 import type { ManifestFile, ManifestOptions } from './manifest.ts'
 import { byReleaseKey, releaseKey, sourceId } from './model.ts'
+import { mayTarget, refusedTargetMessage, type CrossNamespaceTargets } from './namespace-rule.ts'
 import { compareText } from '../lib/sort.ts'
 import type {
   FileChange,
@@ -37,6 +38,8 @@ export interface PlanOptions {
   readonly discover: boolean
   /** Globs (`**`, `*`, `?`, `[…]`, `{a,b}`; a leading `!` excludes) of the files to consider. */
   readonly paths: readonly string[]
+  /** Namespaces a source may target besides its own (namespace-rule.ts); [] for its own only. */
+  readonly crossNamespaceTargets: CrossNamespaceTargets
 }
 
 export interface PlanInput {
@@ -69,13 +72,19 @@ export function planChanges(input: PlanInput): Plan {
 
   const changed = changedSources(changedIds, head.defs, base.defs, options.discover)
   const candidates = input.fullSync ? [...changed, ...fullSyncSources(head.defs, changed)] : changed
-  const context: TargetContext = { keys, consumers, discover: options.discover, semanticDigest: options.semanticDigest }
+  const context: TargetContext = {
+    keys,
+    consumers,
+    discover: options.discover,
+    semanticDigest: options.semanticDigest,
+    crossNamespaceTargets: options.crossNamespaceTargets,
+  }
   const planned = candidates.map((candidate) => ({ candidate, source: withTargets(candidate, context) }))
   const sources = planned.map(({ source }) => source)
   const problems = [
     ...files.problems,
     ...duplicateProblems(head.defs, files.reportable),
-    ...planned.flatMap(({ candidate, source }) => untargetedProblems(candidate, source.targets, context)),
+    ...planned.flatMap(({ candidate, source }) => [...refusedTargetProblems(candidate, context), ...untargetedProblems(candidate, source.targets, context)]),
     ...deletedButReadProblems(sources, consumers),
   ]
   return finishPlan(sources, problems)
@@ -498,6 +507,7 @@ interface TargetContext {
   readonly discover: boolean
   /** Key changes are told as the digest tells changes. */
   readonly semanticDigest: boolean
+  readonly crossNamespaceTargets: CrossNamespaceTargets
 }
 
 function withTargets(candidate: Candidate, context: TargetContext): PlannedSource {
@@ -530,7 +540,9 @@ function withTargets(candidate: Candidate, context: TargetContext): PlannedSourc
 
 function targetsOf(source: SourceManifest, context: TargetContext): PlannedTarget[] {
   const annotated: PlannedTarget[] = source.labelled
-    ? source.annotatedTargets.map((ref) => ({ namespace: ref.namespace, name: ref.name, reasons: ['annotation'] }))
+    ? source.annotatedTargets
+        .filter((ref) => mayTarget(context.crossNamespaceTargets, source.namespace, ref.namespace))
+        .map((ref) => ({ namespace: ref.namespace, name: ref.name, reasons: ['annotation'] }))
     : []
   const consumers = context.discover ? context.consumers.get(sourceId(source)) : undefined
   return addValuesFromTargets(annotated, consumers)
@@ -558,9 +570,20 @@ function mergeTargets(targets: readonly PlannedTarget[]): PlannedTarget[] {
 
 const untargetedPrefix = (id: SourceId): string => `${id} triggers no HelmRelease`
 
+/** Annotated targets outside the source's namespace that cross-namespace-targets does not allow: one warning each. */
+function refusedTargetProblems(candidate: Candidate, context: TargetContext): FileProblem[] {
+  if (candidate.change === 'deleted' || !candidate.head.labelled) return []
+  const { head } = candidate
+  return head.annotatedTargets
+    .filter((ref) => !mayTarget(context.crossNamespaceTargets, head.namespace, ref.namespace))
+    .map((ref) => ({ severity: 'warning', file: head.origin.file, line: head.origin.line, message: refusedTargetMessage(candidate.id, ref, head.namespace) }))
+}
+
 /** A labelled source that triggers nothing is a mistake; an unlabelled one is a config nobody reads. */
 function untargetedProblems(candidate: Candidate, targets: readonly PlannedTarget[], context: TargetContext): FileProblem[] {
   if (candidate.change === 'deleted' || !candidate.head.labelled || targets.length > 0) return []
+  // Refused targets were said already.
+  if (candidate.head.annotatedTargets.length > 0) return []
   const { targetNames } = context.keys
   const how = context.discover
     ? `name them in ${targetNames}, or reference it from a HelmRelease's spec.valuesFrom`

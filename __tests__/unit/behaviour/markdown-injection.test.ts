@@ -20,7 +20,7 @@ metadata:
   name: ${JSON.stringify(name)}
   namespace: apps
   labels: {nebius.ai/helmrelease-trigger-operator: "true"}
-  annotations: {nebius.ai/helmreleases-name: web}
+  annotations: {nebius.ai/helmreleases-name: web, nebius.ai/helmreleases-namespace: apps}
 data: {values.yaml: ${JSON.stringify(value)}}
 `
 

@@ -223,7 +223,7 @@ describe('F3: the fleet plan file', () => {
   }
   const fleet: FleetPlan = {
     range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
-    options: { prefix: 'nebius.ai', defaultNamespace: 'apps', semanticDigest: true, discover: false, paths: ['**/*.yaml'] },
+    options: { prefix: 'nebius.ai', defaultNamespace: 'apps', semanticDigest: true, discover: false, paths: ['**/*.yaml'], crossNamespaceTargets: [] },
     waves: 1,
     clusters: [part],
   }
@@ -256,7 +256,7 @@ describe('F3: the fleet plan file', () => {
 
 describe("F3: watch mode's view of a live Secret", () => {
   const key = { bytes: new Uint8Array(32).fill(3) }
-  const options = { keys: keysFor('nebius.ai'), defaultNamespace: 'apps', semanticDigest: true, discover: true, digestKey: key }
+  const options = { keys: keysFor('nebius.ai'), defaultNamespace: 'apps', crossNamespaceTargets: [], semanticDigest: true, discover: true, digestKey: key }
   const secret = (pin: string) => ({
     metadata: { namespace: 'apps', name: 'db', resourceVersion: '1', labels: { 'nebius.ai/helmrelease-trigger-operator': 'true' } },
     data: liveSecret(pin),

@@ -8,7 +8,7 @@ import type { Plan } from '../../../src/core/model.ts'
 import { ociRepository, release, renderedSource as source, repo, type ReleaseSpec, type SourceSpec } from '../../../test/support/rendered.ts'
 import { chartChange } from '../../../test/support/reports.ts'
 
-const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true }
+const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, crossNamespaceTargets: [] as readonly string[] }
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
 
 function plan(

@@ -13,6 +13,7 @@ const defaults: PlanOptions = {
   semanticDigest: true,
   discover: true,
   paths: ['**/*.yaml', '**/*.yml'],
+  crossNamespaceTargets: [],
 }
 const file = (text: string): FileContent => ({ type: 'file', bytes: new TextEncoder().encode(text) })
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
@@ -217,16 +218,27 @@ describe('targets', () => {
   const source = (n: number, spec: Partial<ConfigMapSpec> = {}) =>
     configMap({ name: 'shared', namespace: 'apps', data: { 'values.yaml': `replicas: ${n}\n` }, ...spec })
 
-  it('follows the annotation into another namespace, defaulting to flux-system', () => {
-    const crossNamespace = plan([
-      modified(
-        'a.yaml',
-        source(1, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
-        source(2, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
-      ),
+  it('I1: follows an annotation into another namespace only where cross-namespace-targets allows it, and says so where not', () => {
+    const change = modified(
+      'a.yaml',
+      source(1, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
+      source(2, { labelled: true, targets: 'x', targetNamespace: 'team-b' }),
+    )
+    const refused = plan([change])
+    expect(refused.releases).toEqual([])
+    expect(refused.problems.map((p) => `${p.severity} ${p.file}:${p.line} ${p.message}`)).toEqual([
+      'warning a.yaml:1 ConfigMap/apps/shared names the HelmRelease team-b/x, outside its own namespace apps: not triggered; to allow it, add apps=team-b (or *=team-b) to cross-namespace-targets',
     ])
-    expect(crossNamespace.releases.map((r) => [r.namespace, r.name])).toEqual([['team-b', 'x']])
-    const defaulted = plan([modified('a.yaml', source(1, { labelled: true, targets: 'x' }), source(2, { labelled: true, targets: 'x' }))])
+    for (const allowed of [['*'], ['apps=team-b'], ['*=team-b'], ['apps=*']]) {
+      const crossNamespace = plan([change], [], { crossNamespaceTargets: allowed })
+      expect(crossNamespace.releases.map((r) => [r.namespace, r.name]), allowed.join()).toEqual([['team-b', 'x']])
+      expect(crossNamespace.problems).toEqual([])
+    }
+    expect(plan([change], [], { crossNamespaceTargets: ['apps=team-c', 'other=team-b'] }).releases).toEqual([])
+    // Without the namespace annotation a target is in default-namespace (flux-system): another namespace too.
+    const defaulted = plan([modified('a.yaml', source(1, { labelled: true, targets: 'x' }), source(2, { labelled: true, targets: 'x' }))], [], {
+      crossNamespaceTargets: ['apps=flux-system'],
+    })
     expect(defaulted.releases.map((r) => [r.namespace, r.name])).toEqual([['flux-system', 'x']])
   })
 

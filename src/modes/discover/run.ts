@@ -227,6 +227,7 @@ async function discoverFromGit(settings: DiscoverOptions, sha: string, git: GitR
     semanticDigest: settings.semanticDigest,
     discover: true,
     paths: settings.paths,
+    crossNamespaceTargets: settings.crossNamespaceTargets,
   }
   // With Flux Kustomizations, the objects they render: generated sources under their real names.
   const manifests: RepositoryManifests = flux === undefined ? repositoryManifests(files, options) : renderedManifests(flux, options)

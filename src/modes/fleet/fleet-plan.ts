@@ -25,7 +25,7 @@ import type { ClusterTarget } from './clusters.ts'
 
 // 2: rendered parts (where each key was edited, renamed generated sources, releases whose spec changed).
 // 3: releases whose chart source (an OCIRepository or HelmChart) changed.
-export const PLAN_FILE_VERSION = 3
+export const PLAN_FILE_VERSION = 4
 const PLAN_FILE_KIND = 'helmrelease-trigger/fleet-plan'
 
 export interface ClusterPlan extends ClusterTarget {
@@ -158,6 +158,7 @@ export function readPlanFile(text: string, file: string): FleetPlan {
       semanticDigest: at('options.semanticDigest').bool(options['semanticDigest']),
       discover: at('options.discover').bool(options['discover']),
       paths: at('options.paths').strings(options['paths']),
+      crossNamespaceTargets: at('options.crossNamespaceTargets').strings(options['crossNamespaceTargets']),
     },
     waves: at('waves').count(root['waves']),
     clusters: at('clusters')

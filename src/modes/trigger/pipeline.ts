@@ -92,6 +92,7 @@ export function planOptionsOf(settings: PlanSettings): PlanOptions {
     semanticDigest: settings.semanticDigest,
     discover: settings.discover,
     paths: settings.paths,
+    crossNamespaceTargets: settings.crossNamespaceTargets,
   }
 }
 

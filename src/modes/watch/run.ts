@@ -62,7 +62,14 @@ export async function runWatch(settings: Settings, deps: WatchDeps): Promise<Wat
   const loadedKey = await loadDigestKey(cluster, { namespace: settings.digestKeyNamespace, create: !settings.dryRun })
   if (loadedKey.created) log.event('info', 'digest key created', { secret: `${settings.digestKeyNamespace}/${DIGEST_KEY_SECRET}` })
   const digestKey = loadedKey.key
-  const viewOptions = { keys, defaultNamespace: settings.defaultNamespace, semanticDigest: settings.semanticDigest, discover: settings.discover, digestKey }
+  const viewOptions = {
+    keys,
+    defaultNamespace: settings.defaultNamespace,
+    crossNamespaceTargets: settings.crossNamespaceTargets,
+    semanticDigest: settings.semanticDigest,
+    discover: settings.discover,
+    digestKey,
+  }
   const view = new WatchView(viewOptions)
   const stop = new AbortController()
   let stoppedBy = 'signal'

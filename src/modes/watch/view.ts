@@ -4,6 +4,7 @@
 // what to plan for a release, with the same rules as trigger mode (annotation targets, and
 // with `discover` every release whose valuesFrom names the source).
 
+import { mayTarget, refusedTargetMessage, type CrossNamespaceTargets } from '../../core/namespace-rule.ts'
 import { decide, SkipReason, type Decision } from '../trigger/action.ts'
 import { contentOfConfigMap, digestOf, keyedDigest, type DigestKey } from '../../core/digest.ts'
 import type { Keys } from '../../core/keys.ts'
@@ -48,6 +49,8 @@ export interface WatchedRelease extends HelmRelease {
 export interface ViewOptions {
   readonly keys: Keys
   readonly defaultNamespace: string
+  /** Namespaces a source may target besides its own (core/namespace-rule.ts). */
+  readonly crossNamespaceTargets: CrossNamespaceTargets
   readonly semanticDigest: boolean
   readonly discover: boolean
   /** The key of Secret digests (kube/digest-key.ts). */
@@ -106,9 +109,15 @@ export function parseSource(kind: SourceKind, object: unknown, options: ViewOpti
       { type: 'file', bytes: new TextEncoder().encode(manifestText) },
       { prefix: options.keys.prefix, defaultNamespace: options.defaultNamespace, semanticDigest: false },
     )
+    const named = parsed.sources[0]?.annotatedTargets ?? []
+    // A source triggers in another namespace only where the operator allowed it: refused ones are said once.
+    const allowed = (ref: ReleaseRef): boolean => mayTarget(options.crossNamespaceTargets, namespace, ref.namespace)
     return {
-      annotatedTargets: parsed.sources[0]?.annotatedTargets ?? [],
-      problems: parsed.problems.filter((p) => p.severity === 'error').map((p) => p.message),
+      annotatedTargets: named.filter(allowed),
+      problems: [
+        ...parsed.problems.filter((p) => p.severity === 'error').map((p) => p.message),
+        ...named.filter((ref) => !allowed(ref)).map((ref) => refusedTargetMessage(id, ref, namespace)),
+      ],
     }
   }
   const { annotatedTargets, problems } = memo === undefined ? readAnnotations() : memo.read(id, manifestText, readAnnotations)

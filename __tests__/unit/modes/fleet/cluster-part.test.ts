@@ -20,7 +20,7 @@ import { release, renderedSource, repo } from '../../../../test/support/rendered
 const dir = mkdtempSync(join(tmpdir(), 'hrt-cluster-part-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'] }
+const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'], crossNamespaceTargets: [] }
 const values = (replicas: string) => ({ 'values.yaml': `image: v1\nreplicas: ${replicas}\n`, 'other.yaml': 'x: 1\n' })
 const cm = (replicas: string) =>
   renderedSource({ name: 'web-values', data: values(replicas), keyOrigins: { 'values.yaml': { file: 'apps/base/web/values.yaml', line: 1 } } })

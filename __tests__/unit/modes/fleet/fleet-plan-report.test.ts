@@ -16,7 +16,7 @@ function cluster(name: string, problems: readonly FileProblem[]): ClusterPlan {
 
 const fleet: FleetPlan = {
   range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
-  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'] },
+  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'], crossNamespaceTargets: [] },
   waves: 1,
   clusters: [cluster('staging', [shared]), cluster('prod', [shared, own])],
 }

@@ -33,7 +33,7 @@ function changesOf(before: Record<string, string>, after: Record<string, string>
   })
 }
 
-const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml', '**/*.yml'] }
+const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml', '**/*.yml'], crossNamespaceTargets: [] }
 const RANGE = { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] }
 
 const CLUSTERS: FleetClusterSpec[] = ['staging', 'prod-eu', 'prod-us'].map((name) => ({ name, namespace: 'apps', releases: ['web', 'api'] }))
@@ -205,7 +205,7 @@ describe('the plan file', () => {
       'fleet-plan.json: clusters[2].plan.releases[0].sources[0].digest must be a digest sha256:<64 hex>; the plan file is damaged, plan again.',
     )
     expect(() => readPlanFile(JSON.stringify({ ...json, version: 1 }), 'fleet-plan.json')).toThrow(
-      'fleet-plan.json is plan file version 1; this helmrelease-trigger reads version 3: plan and trigger with the same release.',
+      'fleet-plan.json is plan file version 1; this helmrelease-trigger reads version 4: plan and trigger with the same release.',
     )
     expect(() => readPlanFile('{', 'fleet-plan.json')).toThrow('fleet-plan.json is not JSON')
   })

@@ -37,7 +37,7 @@ function cluster(name: string, changed: boolean): ClusterPlan {
 
 const plan = (clusters: ClusterPlan[]): FleetPlan => ({
   range: { base: 'a'.repeat(40), head: 'c'.repeat(40), fullSync: false, notes: [] },
-  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: [] },
+  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: [], crossNamespaceTargets: [] },
   waves: 1,
   clusters,
 })

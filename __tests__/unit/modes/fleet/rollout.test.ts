@@ -28,7 +28,7 @@ function cluster(name: string, wave: number, releases: readonly string[]): Clust
 
 const PLAN: FleetPlan = {
   range: { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] },
-  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'] },
+  options: { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'], crossNamespaceTargets: [] },
   waves: 2,
   clusters: [cluster('staging', 1, ['web']), cluster('qa', 1, []), cluster('prod-eu', 2, ['web', 'api']), cluster('prod-us', 2, ['web'])],
 }

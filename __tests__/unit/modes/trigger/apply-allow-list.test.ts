@@ -8,7 +8,8 @@ import { runTrigger, type RunContext, type TriggerDeps } from '../../../../src/m
 import { Status } from '../../../../src/engine/result.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
 
-const settings = parseSettings((name) => ({ apply: 'true', wait: 'false', discover: 'false', timeout: '1s' })[name] ?? '')
+// The reproducers' sources in apps name the release in flux-system (the default namespace of targets).
+const settings = parseSettings((name) => ({ apply: 'true', wait: 'false', discover: 'false', timeout: '1s', 'cross-namespace-targets': 'apps=flux-system' })[name] ?? '')
 const push: RunContext = { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined, refused: undefined }
 
 async function applyCommit(files: Record<string, string>, cluster = new FakeCluster().addRelease('flux-system', 'web').addRelease('apps', 'web')) {

@@ -15,7 +15,7 @@ import {
 import { liveDigest } from '../../../../src/core/digest.ts'
 
 const keys = keysFor('nebius.ai')
-const options: ViewOptions = { keys, defaultNamespace: 'flux-system', semanticDigest: true, discover: true, digestKey: { bytes: new Uint8Array(32).fill(7) } }
+const options: ViewOptions = { keys, defaultNamespace: 'flux-system', crossNamespaceTargets: [], semanticDigest: true, discover: true, digestKey: { bytes: new Uint8Array(32).fill(7) } }
 
 function cm(namespace: string, name: string, data: Record<string, string>, annotations: Record<string, string> = {}, rv = '1') {
   return { metadata: { namespace, name, resourceVersion: rv, labels: { [keys.triggerLabel]: 'true' }, annotations }, data }
@@ -35,8 +35,11 @@ function hr(
   return r
 }
 
+/** Reading annotations: every namespace may be targeted (cross-namespace-targets: *), the rule has its own test. */
+const anyNamespace: ViewOptions = { ...options, crossNamespaceTargets: ['*'] }
+
 function source(...args: Parameters<typeof cm>) {
-  const s = parseSource('ConfigMap', cm(...args), options)
+  const s = parseSource('ConfigMap', cm(...args), anyNamespace)
   if (s === undefined) throw new Error('bad source')
   return s
 }
@@ -61,6 +64,21 @@ describe('parseSource', () => {
 
   it('ignores objects without a name or namespace', () => {
     expect(parseSource('Secret', { metadata: { name: 'x' } }, options)).toBeUndefined()
+  })
+
+  it('I1: targets another namespace only where cross-namespace-targets allows it; a refused target is said, once per change', () => {
+    const annotations = { [keys.targetNames]: 'api, local', [keys.targetNamespace]: 'flux-system' }
+    const refused = parseSource('ConfigMap', cm('team-a', 'v', {}, annotations), options)
+    expect(refused?.annotatedTargets).toEqual([])
+    expect(refused?.problems).toEqual([
+      'ConfigMap/team-a/v names the HelmRelease flux-system/api, outside its own namespace team-a: not triggered; to allow it, add team-a=flux-system (or *=flux-system) to cross-namespace-targets',
+      'ConfigMap/team-a/v names the HelmRelease flux-system/local, outside its own namespace team-a: not triggered; to allow it, add team-a=flux-system (or *=flux-system) to cross-namespace-targets',
+    ])
+    const own = parseSource('ConfigMap', cm('team-a', 'v', {}, { [keys.targetNames]: 'api', [keys.targetNamespace]: 'team-a' }), options)
+    expect(own?.annotatedTargets).toEqual([{ namespace: 'team-a', name: 'api' }])
+    const allowed = parseSource('ConfigMap', cm('team-a', 'v', {}, annotations), { ...options, crossNamespaceTargets: ['team-a=flux-system'] })
+    expect(allowed?.annotatedTargets.map((t) => t.name)).toEqual(['api', 'local'])
+    expect(allowed?.problems).toEqual([])
   })
 })
 
@@ -198,12 +216,12 @@ describe('AnnotationMemo', () => {
   it('reads a source’s annotations again only when they changed, and gives the same reading as without it', () => {
     const memo = new AnnotationMemo()
     const annotations = { [keys.targetNames]: 'api', [keys.targetNamespace]: 'prod' }
-    const read = (data: Record<string, string>, a: Record<string, string>, rv: string) => parseSource('ConfigMap', cm('apps', 'v', data, a, rv), options, memo)
+    const read = (data: Record<string, string>, a: Record<string, string>, rv: string) => parseSource('ConfigMap', cm('apps', 'v', data, a, rv), anyNamespace, memo)
     const first = read({ v: '1' }, annotations, '1')
     const second = read({ v: '2' }, annotations, '2')
     expect(second?.annotatedTargets).toBe(first?.annotatedTargets) // reused, not parsed again
     expect(second?.digest).not.toBe(first?.digest)
-    expect(second).toEqual(parseSource('ConfigMap', cm('apps', 'v', { v: '2' }, annotations, '2'), options))
+    expect(second).toEqual(parseSource('ConfigMap', cm('apps', 'v', { v: '2' }, annotations, '2'), anyNamespace))
     const renamed = read({ v: '2' }, { ...annotations, [keys.targetNames]: 'web' }, '3')
     expect(renamed?.annotatedTargets).toEqual([{ namespace: 'prod', name: 'web' }])
   })
