@@ -43,6 +43,7 @@ const VALUE_INPUTS = new Set([
   'paths',
   'annotation-prefix',
   'default-namespace',
+  'cross-namespace-targets',
   'digest-key-namespace',
   'timeout',
   'max-concurrency',
@@ -74,7 +75,7 @@ const VALUE_INPUTS = new Set([
   'results',
 ])
 const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help', 'plan', 'github-repository'])
-const REPEATABLE = new Set(['paths', 'namespaces', 'recover-patterns', 'drift-ignore', 'clusters', 'waves', 'cluster-contexts'])
+const REPEATABLE = new Set(['paths', 'namespaces', 'cross-namespace-targets', 'recover-patterns', 'drift-ignore', 'clusters', 'waves', 'cluster-contexts'])
 const COMMANDS = ['plan', 'trigger', 'discover', 'recover', 'drift', 'watch', 'fleet', 'fleet-summary'] as const
 
 const USAGE = `Usage: helmrelease-trigger <plan|trigger|fleet|fleet-summary|discover|recover|drift|watch> [flags]
@@ -105,6 +106,7 @@ Flags (the action's inputs):
   --context NAME               kubeconfig context
   --annotation-prefix P        default nebius.ai
   --default-namespace NS       default flux-system
+  --cross-namespace-targets A=B  a source in A may name releases in B (repeatable; * for any); default its own namespace only
   --digest-key-namespace NS    where the key of Secret digests is kept (default flux-system)
   --force --reset --dry-run    Flux force/reset tokens; server-side dry run
   --no-discover --no-wait --no-wait-for-apply --apply
