@@ -528,7 +528,14 @@ function planSource(candidate: Candidate, scope: SourceScope): PlannedWithReads 
     message: refusedTargetMessage(now.id, ref, now.namespace),
   }))
   // A source whose only targets were refused was said to be so already.
-  return { source, readOrigins, problems: refusals.length > 0 && merged.length === 0 ? refusals : [...refusals, ...untargeted(now, merged, annotated.length + discovered.length, edits, scope.context)] }
+  return {
+    source,
+    readOrigins,
+    problems:
+      refusals.length > 0 && merged.length === 0
+        ? refusals
+        : [...refusals, ...untargeted(now, merged, annotated.length + discovered.length, edits, scope.context)],
+  }
 }
 
 function common(s: Source): Pick<PlannedSource, 'kind' | 'namespace' | 'name' | 'id' | 'encrypted' | 'origin'> {
