@@ -25,6 +25,12 @@ export async function publish(result: ModeResult, env: Env): Promise<void> {
   if (env['GITHUB_STEP_SUMMARY']) await writeSummary(result.summaryMarkdown)
   say(result.headline)
   for (const line of result.log) say(line)
+  // The report as the CLI prints it, aligned for the log's monospace, folded away by default.
+  if (result.text !== '') {
+    core.startGroup('The report (as the CLI prints it)')
+    for (const line of result.text.replace(/\n$/, '').split('\n')) say(line)
+    core.endGroup()
+  }
   if (result.failure !== undefined) core.setFailed(plainText(result.failure))
 }
 
