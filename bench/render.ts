@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createGitReader } from '../src/git/reader.ts'
-import { renderChange, type RenderChangeOptions } from '../src/render/render-change.ts'
+import { isRendered, renderChange, type RenderChangeOptions } from '../src/render/render-change.ts'
 import { createSandbox } from '../src/sandbox/sandbox.ts'
 import { kustomizeAlone, kustomizeBinary } from '../test/support/kustomize.ts'
 import { CLUSTER_ROOT, CORPUS_URL, corpusLayouts, corpusRepository } from '../test/support/render-corpus.ts'
@@ -96,8 +96,8 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
       return { ours: median(oursWalls), alone: median(aloneWalls), ratio: median(ratios), count }
     }
     const render = async (options: Partial<RenderChangeOptions> & Pick<RenderChangeOptions, 'head'>, on = reader): Promise<number> => {
-      const r = await renderChange(on, { base: undefined, changedFiles: [], repositoryUrl: URL, clusterRoot: ROOT, sandbox, concurrency, ...options })
-      return (r?.head.objects.length ?? 0) + (r?.base.objects.length ?? 0)
+      const r = await renderChange(on, { base: undefined, changedFiles: [], repositoryUrls: [URL], clusterRoot: ROOT, sandbox, concurrency, ...options })
+      return isRendered(r) ? r.head.objects.length + r.base.objects.length : 0
     }
     const alone = (dirs: readonly string[]) => mapLimit(dirs, concurrency, (d) => kustomizeAlone(binary, d))
     const appDirs = Array.from({ length: options.apps }, (_, i) => join(dir, 'apps', `app-${i}`))
@@ -125,13 +125,13 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
             base: undefined,
             head,
             changedFiles: [],
-            repositoryUrl: URL,
+            repositoryUrls: [URL],
             clusterRoot: ROOT,
             sandbox: fresh,
             concurrency,
             scope: 'all',
           })
-          return r?.head.objects.length ?? 0
+          return isRendered(r) ? r.head.objects.length : 0
         } finally {
           await fresh.close()
         }
@@ -140,7 +140,7 @@ export async function renderScenario(options: RenderOptions): Promise<ScenarioRe
     )
     const corpus = await measurePair(
       'differential corpus, warm',
-      () => render({ head: corpusHead, repositoryUrl: CORPUS_URL, clusterRoot: CLUSTER_ROOT, scope: 'all' }, corpusReader),
+      () => render({ head: corpusHead, repositoryUrls: [CORPUS_URL], clusterRoot: CLUSTER_ROOT, scope: 'all' }, corpusReader),
       () => alone(corpusDirs),
     )
     // The CLI planning the one-app commit as a fresh process, its peak RSS read by the probe.

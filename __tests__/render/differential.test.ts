@@ -11,7 +11,7 @@ import { parseAllDocuments } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RenderedObject } from '../../src/core/rendered.ts'
 import { createGitReader } from '../../src/git/reader.ts'
-import { renderChange, type RenderedChange } from '../../src/render/render-change.ts'
+import { isRendered, renderChange, type RenderedChange } from '../../src/render/render-change.ts'
 import { createSandbox } from '../../src/sandbox/sandbox.ts'
 import { kustomizeAlone, kustomizeBinary } from '../../test/support/kustomize.ts'
 import { CLUSTER_ROOT, CLUSTER_VALUE, CORPUS_URL, corpusLayouts, corpusRepository, type Layout } from '../../test/support/render-corpus.ts'
@@ -77,12 +77,12 @@ describe('rendering matches the real kustomize over a generated corpus', () => {
       base: undefined,
       head,
       changedFiles: [],
-      repositoryUrl: CORPUS_URL,
+      repositoryUrls: [CORPUS_URL],
       clusterRoot: CLUSTER_ROOT,
       sandbox,
       scope: 'all',
     })
-    if (result === undefined) throw new Error('the corpus has Flux Kustomizations; renderChange must not fall back')
+    if (!isRendered(result)) throw new Error('the corpus has Flux Kustomizations; renderChange must not fall back')
     rendered = result
   })
   afterAll(async () => {

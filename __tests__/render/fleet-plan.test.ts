@@ -15,7 +15,7 @@ import { parseSettings } from '../../src/settings.ts'
 import {
   app,
   clusterValues,
-  FLUX_GUIDE_URL,
+  FLUX_GUIDE_REPOSITORY,
   fluxGuideRepository,
   INFRASTRUCTURE,
   infrastructureValues,
@@ -53,7 +53,7 @@ async function planPush(edit: Record<string, string>, clusters = 'discover'): Pr
   const settings = parseSettings((name) => inputs[name] ?? '')
   const reader = await createGitReader({ cwd: repo.dir })
   const context = { eventName: 'push', event: { before, after }, sha: after, runUrl: undefined, refused: undefined }
-  return planFleet(settings, context, reader, { repositoryUrl: FLUX_GUIDE_URL, sandbox })
+  return planFleet(settings, context, reader, { env: { GITHUB_REPOSITORY: FLUX_GUIDE_REPOSITORY }, sandbox })
 }
 
 const unhashed = (id: string) => id.replace(/-[a-z0-9]{10}$/, '-<hash>')

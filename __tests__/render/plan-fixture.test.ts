@@ -10,7 +10,7 @@ import { createGitReader } from '../../src/git/reader.ts'
 import { renderRangeOf } from '../../src/modes/rendering.ts'
 import { preparePlan } from '../../src/modes/trigger/pipeline.ts'
 import { parseSettings } from '../../src/settings.ts'
-import { FLUX_GUIDE_URL, fluxGuideCommit, fluxGuideRepository } from '../../test/support/flux-guide.ts'
+import { FLUX_GUIDE_REPOSITORY, fluxGuideCommit, fluxGuideRepository } from '../../test/support/flux-guide.ts'
 import { createSandbox } from '../../src/sandbox/sandbox.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
@@ -29,7 +29,7 @@ describe('the plan of a commit on a Flux-guide repository, rendered by Flux’s 
     const inputs: Record<string, string> = { 'cluster-root': 'clusters/production' }
     const settings = parseSettings((name) => inputs[name] ?? '')
     const reader = await createGitReader({ cwd: created.dir })
-    const render = renderRangeOf(settings, reader, { repositoryUrl: FLUX_GUIDE_URL, sandbox })
+    const render = renderRangeOf(settings, reader, { env: { GITHUB_REPOSITORY: FLUX_GUIDE_REPOSITORY }, sandbox })
     const context = { eventName: 'push', event: { before: base, after: head }, sha: head, runUrl: undefined, refused: undefined }
     const prepared = await preparePlan(settings, context, reader, render)
     expect(prepared.rendered?.head.kustomizations.length).toBeGreaterThan(0)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { RenderedObject, RenderedRepository } from '../../src/core/rendered.ts'
 import { createGitReader } from '../../src/git/reader.ts'
-import { renderChange, type RenderChangeOptions, type RenderedChange } from '../../src/render/render-change.ts'
+import { isRendered, renderChange, type RenderChangeOptions, type RenderedChange, type Unapplied } from '../../src/render/render-change.ts'
 import { countingSandbox } from '../../test/support/sandbox.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
 
@@ -65,6 +65,8 @@ function app(name: string, values = 'replicaCount: 1\n'): Record<string, string>
 
 interface Rendered {
   readonly change: RenderedChange | undefined
+  /** What the repository held instead, when nothing read it. */
+  readonly unapplied?: Unapplied
   readonly builds: string[]
 }
 
@@ -84,16 +86,17 @@ async function render(
   }
   const before = sandbox.builds.length
   const reader = await createGitReader({ cwd: repo.dir })
-  const change = await renderChange(reader, {
+  const result = await renderChange(reader, {
     base: edit ? base : undefined,
     head,
     changedFiles: Object.keys(edit ?? {}),
-    repositoryUrl: URL,
+    repositoryUrls: [URL],
     clusterRoot: 'clusters/prod',
     sandbox,
     ...options,
   })
-  return { change, builds: sandbox.builds.slice(before), repo }
+  const builds = sandbox.builds.slice(before)
+  return isRendered(result) ? { change: result, builds, repo } : { change: undefined, unapplied: result, builds, repo }
 }
 
 const named = (view: RenderedRepository | undefined, kind: string, prefix: string): RenderedObject | undefined =>
@@ -139,13 +142,44 @@ describe('what a commit builds', () => {
     expect(named(change?.head, 'ConfigMap', 'held-values')?.object.data).toMatchObject({ 'values.yaml': 'replicaCount: 3\n' })
   })
 
-  it('returns undefined when no Flux Kustomization applies the repository, so the caller reads files one by one', async () => {
+  it('says what the repository holds when no Flux Kustomization applies it, so the caller reads files one by one and says why', async () => {
     const plain = await render({ 'apps/x/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n' }, undefined, { clusterRoot: undefined })
     expect(plain.change).toBeUndefined()
-    const elsewhere = await render({ 'k.yaml': fluxKustomization('k', './', [], 'kind: GitRepository, name: other, namespace: other') }, undefined, {
-      clusterRoot: undefined,
-    })
+    expect(plain.unapplied).toEqual({ unapplied: true, kustomizations: 0, gitRepositories: [] })
+    const other =
+      'apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: other, namespace: other}\nspec: {url: "ssh://git@example.org/someone/else"}\n'
+    const elsewhere = await render(
+      { 'k.yaml': fluxKustomization('k', './', [], 'kind: GitRepository, name: other, namespace: other'), 'source.yaml': other },
+      undefined,
+      { clusterRoot: undefined },
+    )
     expect(elsewhere.change).toBeUndefined()
+    expect(elsewhere.unapplied).toEqual({
+      unapplied: true,
+      kustomizations: 1,
+      gitRepositories: [{ id: 'other/other', url: 'ssh://git@example.org/someone/else' }],
+    })
+  })
+
+  it('finds this repository by any of its URLs, in any spelling, and says how', async () => {
+    const source =
+      'apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: fleet, namespace: flux-system}\nspec: {url: "https://github.com/acme/fleet"}\n'
+    const files = {
+      'k.yaml': fluxKustomization('k', './apps', [], 'kind: GitRepository, name: fleet'),
+      'source.yaml': source,
+      'apps/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n',
+    }
+    const found = await render(files, undefined, {
+      clusterRoot: undefined,
+      repositoryUrls: ['git@example.org:me/fork.git', 'ssh://git@GitHub.com:22/acme/fleet.git'],
+    })
+    expect(found.change?.source).toEqual({ gitRepositories: ['flux-system/fleet'], by: 'url' })
+    expect(found.change?.head.kustomizations).toEqual(['flux-system/k'])
+    const named = await render(files, undefined, { clusterRoot: undefined, repositoryUrls: [], gitRepository: 'flux-system/fleet' })
+    expect(named.change?.source).toEqual({ gitRepositories: ['flux-system/fleet'], by: 'name' })
+    const unknown = await render(files, undefined, { clusterRoot: undefined, repositoryUrls: [] })
+    expect(unknown.change).toBeUndefined()
+    expect(unknown.unapplied?.gitRepositories).toEqual([{ id: 'flux-system/fleet', url: 'https://github.com/acme/fleet' }])
   })
 })
 
@@ -467,15 +501,15 @@ describe('bad input', () => {
       base: undefined,
       head,
       changedFiles: [],
-      repositoryUrl: URL,
+      repositoryUrls: [URL],
       clusterRoot: 'clusters/prod',
       sandbox,
       scope: 'all',
     })
-    const messages = (change?.head.problems ?? []).map((p) => `${p.kustomization}: ${p.message}`)
+    const messages = ((isRendered(change) ? change.head.problems : undefined) ?? []).map((p) => `${p.kustomization}: ${p.message}`)
     expect(messages).toHaveLength(2)
     expect(messages[0]).toBe('flux-system/gone: Flux Kustomization flux-system/gone: spec.path ./apps/gone does not exist in the source; fix spec.path.')
     expect(messages[1]).toMatch(/^flux-system\/link: .*does not build: .*hostname/)
-    expect(change?.head.objects.some((o) => o.name.startsWith('leak'))).toBe(false)
+    expect(isRendered(change) && change.head.objects.some((o) => o.name.startsWith('leak'))).toBe(false)
   })
 })

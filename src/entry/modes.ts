@@ -19,7 +19,7 @@ import { fleetResult } from '../modes/fleet/fleet-summary.ts'
 import { fleetVerdict } from '../modes/fleet/fleet-verdict.ts'
 import { runClusterPart, runFleet, runFleetPlan, runFleetSummary } from '../modes/fleet/run.ts'
 import { runRecover } from '../modes/recover/run.ts'
-import { renderCommitOf, renderRangeOf, repositoryUrlOf } from '../modes/rendering.ts'
+import { renderCommitOf, renderRangeOf } from '../modes/rendering.ts'
 import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
 import { triggerResult } from '../modes/trigger/report.ts'
 import { discoverOptionsOf, triggerRunOptionsOf, type Settings } from '../settings.ts'
@@ -39,7 +39,7 @@ const trigger: EntryMode = {
     const found = await github.start()
     const report = await failingCheck(github, async () => {
       const git = await ports.git()
-      const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), sandbox: ports.sandbox })
+      const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox })
       return runTrigger(triggerRunOptionsOf(settings), { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
     })
     await github.finish(report)
@@ -53,8 +53,8 @@ const plan: EntryMode = {
     const git = await ports.git()
     const context = await ports.contextAt(async () => git)
     if (settings.clusters !== undefined)
-      return fleetPlanResult(await runFleetPlan(settings, context, git, { repositoryUrl: repositoryUrlOf(ports.githubEnv), sandbox: ports.sandbox }), settings)
-    const render = renderRangeOf(settings, git, { repositoryUrl: repositoryUrlOf(ports.env), sandbox: ports.sandbox })
+      return fleetPlanResult(await runFleetPlan(settings, context, git, { env: ports.githubEnv, sandbox: ports.sandbox }), settings)
+    const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox })
     const options = triggerRunOptionsOf(settings)
     return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
   },
@@ -76,7 +76,7 @@ function fleetMode(name: 'fleet' | 'fleet-summary'): EntryMode {
               clock: systemClock,
               log: ports.log,
               outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }),
-              repositoryUrl: repositoryUrlOf(ports.githubEnv),
+              env: ports.githubEnv,
               sandbox: ports.sandbox,
             }),
       )
@@ -104,8 +104,7 @@ const recover: EntryMode = {
 const discover: EntryMode = {
   name: 'discover',
   async run(settings, ports) {
-    const render = async (head: string) =>
-      renderCommitOf(settings, await ports.git(), { repositoryUrl: repositoryUrlOf(ports.env), sandbox: ports.sandbox })(head)
+    const render = async (head: string) => renderCommitOf(settings, await ports.git(), { env: ports.githubEnv, sandbox: ports.sandbox })(head)
     const report = await runDiscover(discoverOptionsOf(settings), ports.context.sha, {
       git: ports.git,
       render,

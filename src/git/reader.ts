@@ -40,6 +40,14 @@ export interface GitReader {
    * expression of ours, or with `fixed` a plain text (never a pattern built from repository content).
    */
   grep(sha: string, pattern: string, globs: readonly string[], options?: { readonly fixed?: boolean }): Promise<string[]>
+  /** The clone's remotes and the URLs they fetch from (git's `insteadOf` applied), `origin` first. */
+  remotes(): Promise<readonly Remote[]>
+}
+
+export interface Remote {
+  readonly name: string
+  /** As git stores it: may hold credentials, never print it. */
+  readonly url: string
 }
 
 export interface ChangeRequest {
@@ -110,6 +118,7 @@ export async function createGitReader(options: GitReaderOptions): Promise<GitRea
     show: (sha, path) => show(run, sha, path),
     openObjects: () => openObjectSession(options.git ?? 'git', options.cwd),
     grep: (sha, pattern, globs, options) => grepTree(run, sha, pattern, globs, options?.fixed === true),
+    remotes: () => remotes(run),
   }
 }
 
@@ -621,6 +630,19 @@ async function grepTree(run: Run, sha: string, pattern: string, globs: readonly 
   const { stdout } = await run(args, { allowedExitCodes: [1] })
   const prefix = `${sha}:`
   return splitNul(stdout.toString('utf8')).map((p) => (p.startsWith(prefix) ? p.slice(prefix.length) : p))
+}
+
+async function remotes(run: Run): Promise<Remote[]> {
+  // `<name> TAB <url> (fetch|push)`, one line each.
+  const { stdout } = await run(['remote', '-v'])
+  const found = stdout
+    .toString('utf8')
+    .split('\n')
+    .flatMap((line) => {
+      const m = /^(\S+)\t(.*) \(fetch\)$/.exec(line)
+      return m?.[1] === undefined || m[2] === undefined ? [] : [{ name: m[1], url: m[2] }]
+    })
+  return [...found.filter((r) => r.name === 'origin'), ...found.filter((r) => r.name !== 'origin')]
 }
 
 interface RunOptions {

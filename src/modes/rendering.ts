@@ -1,69 +1,126 @@
 // The rendering trigger and discover plan on: src/render/ driven with the run's settings. Flux
-// Kustomizations found → the range rendered as Flux applies it, every build in the run's one
-// sandbox; none → undefined, and the modes read files one by one as before.
+// Kustomizations that read this repository found → the range rendered as Flux applies it, every
+// build in the run's one sandbox; otherwise the modes read files one by one, and the run's notes
+// say which way it read and why (never a silent fall-back).
 
 import type { GitReader } from '../git/reader.ts'
 import type { Range } from '../git/range.ts'
-import { renderChange, type RenderCache } from '../render/render-change.ts'
+import { oneLine, quoted } from '../lib/untrusted.ts'
+import { repositoryKey } from '../render/flux-objects.ts'
+import { isRendered, renderChange, type RenderCache, type RenderedChange, type Unapplied } from '../render/render-change.ts'
 import type { Sandbox } from '../sandbox/sandbox.ts'
 import type { Settings } from '../settings.ts'
 import type { RenderCommit } from './discover/run.ts'
-import type { RenderedChange, RenderRange } from './trigger/pipeline.ts'
+import type { RangeReading, RenderRange } from './trigger/pipeline.ts'
+
+type Env = Readonly<Record<string, string | undefined>>
 
 export interface RenderingOptions {
-  /** This repository's URL (GITHUB_SERVER_URL/GITHUB_REPOSITORY): GitRepositories with it are "this repository". */
-  readonly repositoryUrl: string | undefined
+  /** GITHUB_REPOSITORY (on GITHUB_SERVER_URL) names this repository; unset, the clone's remotes do. */
+  readonly env: Env
   /** Where the builds run; the module loads on the first one. */
   readonly sandbox: Sandbox
 }
 
-/** This repository as Flux's GitRepository names it (`https://github.com/<owner>/<repo>`), when GITHUB_REPOSITORY says which. */
-export function repositoryUrlOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+/** This repository as the GitRepositories that fetch it may spell it, and what said so. */
+export interface ThisRepository {
+  /** Any git spelling; may hold credentials (a remote's URL): shown only as repositoryKey. */
+  readonly urls: readonly string[]
+  /** For the notes: `GITHUB_REPOSITORY` or `the remote 'origin'`. */
+  readonly from: string
+}
+
+/** GITHUB_REPOSITORY when set (the run's own statement), else every remote of the clone, `origin` first. */
+export async function thisRepositoryOf(env: Env, git: Pick<GitReader, 'remotes'>): Promise<ThisRepository> {
   const repository = env['GITHUB_REPOSITORY']
-  return repository ? `${env['GITHUB_SERVER_URL'] ?? 'https://github.com'}/${repository}` : undefined
+  if (repository) return { urls: [`${env['GITHUB_SERVER_URL'] ?? 'https://github.com'}/${repository}`], from: 'GITHUB_REPOSITORY' }
+  const remotes = await git.remotes()
+  const names = remotes.map((r) => `'${oneLine(r.name, 40)}'`)
+  return { urls: remotes.map((r) => r.url), from: names.length === 1 ? `the remote ${names[0]}` : `the remotes ${names.join(', ')}` }
 }
 
 /** The range rendered at base and head, only what it can have changed (everything under full-sync or from the empty tree). */
 export function renderRangeOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderRange {
-  const render = clusterRendererOf(settings, git, options)
-  return (range) => render(range, settings.clusterRoot)
+  const render = renderResultOf(settings, git, options)
+  return async (range): Promise<RangeReading> => {
+    const { result, repository } = await render(range, settings.clusterRoot)
+    return { rendered: renderedOf(result), reading: readingOf(result, repository, settings.clusterRoot) }
+  }
 }
 
-/** Renders a range from one cluster root (undefined: every Flux Kustomization found). */
+/** Renders a range from one cluster root (undefined: every Flux Kustomization found); undefined when nothing there reads this repository. */
 export type ClusterRenderer = (range: Range, clusterRoot: string | undefined) => Promise<RenderedChange | undefined>
 
 /** The range rendered once per cluster root, for the fleet: with `cache` the commits read once and each shared Kustomization built once for every root. */
 export function clusterRendererOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): ClusterRenderer {
+  const render = renderResultOf(settings, git, options)
+  return async (range, clusterRoot) => renderedOf((await render(range, clusterRoot)).result)
+}
+
+/** One commit rendered whole, for `discover --from-git`. */
+export function renderCommitOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderCommit {
+  const render = renderResultOf(settings, git, options)
+  return async (head) => renderedOf((await render({ base: undefined, head, fullSync: true, notes: [] }, settings.clusterRoot)).result)?.head
+}
+
+type RenderResult = (range: Range, clusterRoot: string | undefined) => Promise<{ result: RenderedChange | Unapplied; repository: ThisRepository }>
+
+function renderResultOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): RenderResult {
+  let repository: Promise<ThisRepository> | undefined
   return async (range, clusterRoot) => {
+    repository ??= thisRepositoryOf(options.env, git)
     const whole = range.fullSync || range.base === undefined
+    const known = await repository
     // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
-    return renderChange(git, {
+    const result = await renderChange(git, {
       base: whole ? undefined : range.base,
       head: range.head,
       changedFiles: [],
-      repositoryUrl: options.repositoryUrl,
+      repositoryUrls: known.urls,
       gitRepository: settings.gitRepository,
       clusterRoot,
       sandbox: options.sandbox,
       scope: whole ? 'all' : 'changed',
       cache: options.cache,
     })
+    return { result, repository: known }
   }
 }
 
-/** One commit rendered whole, for `discover --from-git`. */
-export function renderCommitOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderCommit {
-  return async (head) => {
-    const rendered = await renderChange(git, {
-      base: undefined,
-      head,
-      changedFiles: [],
-      repositoryUrl: options.repositoryUrl,
-      gitRepository: settings.gitRepository,
-      clusterRoot: settings.clusterRoot,
-      sandbox: options.sandbox,
-      scope: 'all',
-    })
-    return rendered?.head
+function renderedOf(result: RenderedChange | Unapplied): RenderedChange | undefined {
+  return isRendered(result) && result.head.kustomizations.length > 0 ? result : undefined
+}
+
+/** GitRepositories named in the one-line explanation; the rest are counted. */
+const LISTED = 3
+
+/** Which way the repository was read and why, in one sentence for the run's notes. Repository content is quoted. */
+export function readingOf(result: RenderedChange | Unapplied, repository: ThisRepository, clusterRoot: string | undefined): string {
+  const known =
+    repository.urls[0] === undefined
+      ? `this repository's URL is unknown (no GITHUB_REPOSITORY, no remote)`
+      : `${repositoryKey(repository.urls[0])}, from ${repository.from}`
+  if (!isRendered(result)) {
+    if (result.kustomizations === 0) return 'Read file by file: the repository holds no Flux Kustomization.'
+    const found = result.gitRepositories.slice(0, LISTED).map((g) => `${quoted(g.url)} (${quoted(g.id)})`)
+    const more = result.gitRepositories.length > LISTED ? ` and ${result.gitRepositories.length - LISTED} more` : ''
+    const listed = found.length === 0 ? 'it defines no GitRepository' : `its GitRepositories fetch ${found.join(', ')}${more}`
+    const kustomizations = result.kustomizations === 1 ? '1 Flux Kustomization' : `${result.kustomizations} Flux Kustomizations`
+    return (
+      `Read file by file: ${kustomizations} found, but none reads this repository (${known}); ${listed}. ` +
+      `Name the one that fetches this repository with --git-repository NAMESPACE/NAME (input git-repository) or set GITHUB_REPOSITORY=owner/name.`
+    )
   }
+  if (result.head.kustomizations.length === 0)
+    return `Read file by file: no Flux Kustomization under the cluster root ${quoted(clusterRoot ?? '')} reads this repository.`
+  const count = result.head.kustomizations.length
+  const kustomizations = count === 1 ? '1 Flux Kustomization' : `${count} Flux Kustomizations`
+  const sources = result.source.gitRepositories.map((id) => quoted(id)).join(', ')
+  const why =
+    result.source.by === 'name'
+      ? `named by git-repository`
+      : result.source.by === 'url'
+        ? `its URL is this repository's (${known})`
+        : `Flux bootstrap's name, as no GitRepository's URL is this repository's (${known})`
+  return `Read as Flux applies it: ${kustomizations} from GitRepository ${sources}, ${why}.`
 }

@@ -45,6 +45,21 @@ export type { ClusterValues, RenderChangeOptions } from './render-context.ts'
 export interface RenderedChange {
   readonly base: RenderedRepository
   readonly head: RenderedRepository
+  /** The GitRepositories taken as this repository (`<namespace>/<name>`), and how they were found. */
+  readonly source: { readonly gitRepositories: readonly string[]; readonly by: Identity['by'] }
+}
+
+/** No Flux Kustomization applies this repository at either commit: what the repository holds instead. */
+export interface Unapplied {
+  readonly unapplied: true
+  /** Flux Kustomizations found at head (none of them reads this repository). */
+  readonly kustomizations: number
+  /** The GitRepositories defined at head: `<namespace>/<name>` and the URL they fetch (repository content). */
+  readonly gitRepositories: readonly { readonly id: string; readonly url: string }[]
+}
+
+export function isRendered(result: RenderedChange | Unapplied): result is RenderedChange {
+  return !('unapplied' in result)
 }
 
 const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], kustomizations: [] }
@@ -52,7 +67,7 @@ const EMPTY: RenderedRepository = { objects: [], problems: [], notRendered: [], 
 export async function renderChange(
   reader: TreeReader,
   options: RenderChangeOptions & { readonly cache?: RenderCache | undefined },
-): Promise<RenderedChange | undefined> {
+): Promise<RenderedChange | Unapplied> {
   const { cache } = options
   if (cache !== undefined) return renderRange(await cache.range(reader, options), options, cache.limit(options))
   const session = reader.openObjects()
@@ -101,11 +116,14 @@ async function renderRange(
   range: OpenedRange,
   options: RenderChangeOptions,
   limit: <R>(fn: () => Promise<R>) => Promise<R>,
-): Promise<RenderedChange | undefined> {
+): Promise<RenderedChange | Unapplied> {
   const { head, base } = range
   const changed = new Set([...options.changedFiles, ...range.changed])
   const identity = repositoryIdentity(options, head.scan, base?.scan)
-  if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) return undefined
+  if (!appliesRepository(head.scan, identity) && !(base && appliesRepository(base.scan, identity))) {
+    const gitRepositories = head.scan.gitRepositories.map((g) => ({ id: g.value.id, url: g.value.url }))
+    return { unapplied: true, kustomizations: head.scan.kustomizations.length, gitRepositories }
+  }
   const ctx: RenderContext = {
     options,
     identity,
@@ -121,7 +139,7 @@ async function renderRange(
   }
   const [headView, baseView] = await Promise.all([renderCommit(head, ctx), base ? renderCommit(base, ctx) : EMPTY])
   await Promise.allSettled(ctx.speculative)
-  return { base: baseView, head: headView }
+  return { base: baseView, head: headView, source: { gitRepositories: [...identity.gitRepositories].sort(), by: identity.by } }
 }
 
 /** See renderChange's `cache`: the commits of a range opened once for several renders. It owns the git sessions until closed. */
@@ -161,9 +179,10 @@ export class RenderCache {
 function repositoryIdentity(options: RenderChangeOptions, ...scans: (FluxScan | undefined)[]): Identity {
   const gitRepositories = new Set<string>()
   if (options.gitRepository) gitRepositories.add(options.gitRepository.includes('/') ? options.gitRepository : `${FLUX_NAMESPACE}/${options.gitRepository}`)
-  const key = options.repositoryUrl ? repositoryKey(options.repositoryUrl) : undefined
-  for (const scan of scans)
-    for (const g of scan?.gitRepositories ?? []) if (key !== undefined && repositoryKey(g.value.url) === key) gitRepositories.add(g.value.id)
+  const named = gitRepositories.size > 0
+  const keys = new Set(options.repositoryUrls.map(repositoryKey))
+  for (const scan of scans) for (const g of scan?.gitRepositories ?? []) if (keys.has(repositoryKey(g.value.url))) gitRepositories.add(g.value.id)
+  const by: Identity['by'] = named ? 'name' : gitRepositories.size > 0 ? 'url' : 'bootstrap'
   // Flux bootstrap names the repository holding the cluster's tree flux-system/flux-system.
   if (gitRepositories.size === 0) gitRepositories.add(`${FLUX_NAMESPACE}/${FLUX_NAMESPACE}`)
   const artifacts = new Map<string, ArtifactEntry>()
@@ -180,7 +199,7 @@ function repositoryIdentity(options: RenderChangeOptions, ...scans: (FluxScan | 
       }
     }
   }
-  return { gitRepositories, artifacts }
+  return { gitRepositories, by, artifacts }
 }
 
 function readsRepository(k: FluxKustomization, identity: Identity): boolean {

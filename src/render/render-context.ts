@@ -20,8 +20,8 @@ export interface RenderChangeOptions {
   readonly head: string
   /** Repository paths the range changed; the reader's own diff of base..head is added to them. */
   readonly changedFiles: readonly string[]
-  /** This repository's URL (any git spelling); GitRepositories with this URL are "this repository". */
-  readonly repositoryUrl: string | undefined
+  /** This repository's URLs (any git spelling, credentials ignored); GitRepositories with one of them are "this repository". */
+  readonly repositoryUrls: readonly string[]
   /** `<namespace>/<name>` of the GitRepository that fetches this repository, when its URL is not enough. */
   readonly gitRepository?: string | undefined
   /** Path Flux bootstrap syncs (`clusters/production`): the chain starts there. Undefined: every Flux Kustomization found. */
@@ -39,6 +39,8 @@ export interface RenderChangeOptions {
 /** How this repository is named by the Flux objects: GitRepository ids and ExternalArtifacts cut from it. */
 export interface Identity {
   readonly gitRepositories: ReadonlySet<string>
+  /** How they were found: named by the caller, by URL, or Flux bootstrap's flux-system/flux-system when neither. */
+  readonly by: 'name' | 'url' | 'bootstrap'
   /** ExternalArtifact id → the generator alias naming this repository and the artifact's rules. */
   readonly artifacts: ReadonlyMap<string, ArtifactEntry>
 }

@@ -3,7 +3,7 @@
 // merge-patch semantics for metadata, conflicts on stale resourceVersions.
 
 import { createHash } from 'node:crypto'
-import type { ChangeAndHead, ChangeRequest, ObjectSession, GitReader, TreeBlob } from '../../src/git/reader.ts'
+import type { ChangeAndHead, ChangeRequest, ObjectSession, GitReader, Remote, TreeBlob } from '../../src/git/reader.ts'
 import type { ClusterClient, LiveSource, NewSecret, ReleaseEvent, ReleasePatch, SourceObject, WriteOptions } from '../../src/kube/cluster.ts'
 import { ConflictError } from '../../src/kube/api-error.ts'
 import { TransientError } from '../../src/lib/errors.ts'
@@ -66,6 +66,18 @@ export class FakeGit implements GitReader {
       close: () => {},
     }
   }
+
+  async remotes(): Promise<readonly Remote[]> {
+    return this.remoteList
+  }
+
+  /** The clone's remotes, `origin` first, as `git remote -v` would list them. */
+  withRemotes(...remotes: Remote[]): this {
+    this.remoteList = remotes
+    return this
+  }
+
+  private remoteList: readonly Remote[] = []
 
   async grep(sha: string, pattern: string, globs: readonly string[]): Promise<string[]> {
     const regex = new RegExp(pattern)

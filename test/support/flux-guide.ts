@@ -8,7 +8,9 @@
 
 import { bootstrapText, repositoryKustomization } from './flux.ts'
 
-export const FLUX_GUIDE_URL = 'https://github.com/acme/fleet'
+/** The fleet's GitHub repository, as GITHUB_REPOSITORY names it. */
+export const FLUX_GUIDE_REPOSITORY = 'acme/fleet'
+export const FLUX_GUIDE_URL = `https://github.com/${FLUX_GUIDE_REPOSITORY}`
 export const CLUSTERS = ['production', 'staging'] as const
 
 export interface App {

@@ -231,7 +231,10 @@ describe('targets', () => {
     ])
     for (const allowed of [['*'], ['apps=team-b'], ['*=team-b'], ['apps=*']]) {
       const crossNamespace = plan([change], [], { crossNamespaceTargets: allowed })
-      expect(crossNamespace.releases.map((r) => [r.namespace, r.name]), allowed.join()).toEqual([['team-b', 'x']])
+      expect(
+        crossNamespace.releases.map((r) => [r.namespace, r.name]),
+        allowed.join(),
+      ).toEqual([['team-b', 'x']])
       expect(crossNamespace.problems).toEqual([])
     }
     expect(plan([change], [], { crossNamespaceTargets: ['apps=team-c', 'other=team-b'] }).releases).toEqual([])

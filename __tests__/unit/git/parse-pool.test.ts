@@ -28,7 +28,14 @@ function input(apps: number): Omit<PlanInput, 'parsed'> {
     ...changes.flatMap((c) => (c.after === undefined ? [] : [{ path: c.path, content: c.after }])),
     ...Array.from({ length: apps }, (_, i) => ({ path: `apps/${i}/release.yaml`, content: text(release(i)) })),
   ]
-  const options = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml'], crossNamespaceTargets: [] }
+  const options = {
+    prefix: 'nebius.ai',
+    defaultNamespace: 'flux-system',
+    semanticDigest: true,
+    discover: true,
+    paths: ['**/*.yaml'],
+    crossNamespaceTargets: [],
+  }
   return { changes, headFiles, fullSync: false, options }
 }
 

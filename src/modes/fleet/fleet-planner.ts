@@ -16,9 +16,8 @@ import { pathFilter, planChanges, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
 import { RenderCache } from '../../render/render-change.ts'
-import type { Sandbox } from '../../sandbox/sandbox.ts'
 import type { Settings } from '../../settings.ts'
-import { clusterRendererOf, type ClusterRenderer } from '../rendering.ts'
+import { clusterRendererOf, type ClusterRenderer, type RenderingOptions } from '../rendering.ts'
 import { planOptionsOf, rangeOf, type RunContext } from '../trigger/pipeline.ts'
 import { assignWaves, discoverClusters, fluxKustomizations } from './clusters.ts'
 import type { ClusterPlan, FleetPlan } from './fleet-plan.ts'
@@ -81,14 +80,7 @@ function namingCluster(plan: Plan, head: RenderedRepository, cluster: string): P
   }
 }
 
-/** How the fleet plan renders: this repository's URL (Flux's GitRepository names it so). */
-export interface FleetRendering {
-  readonly repositoryUrl?: string | undefined
-  /** Where the builds run. */
-  readonly sandbox: Sandbox
-}
-
-export async function planFleet(settings: Settings, context: RunContext, git: GitReader, rendering: FleetRendering): Promise<FleetPlan> {
+export async function planFleet(settings: Settings, context: RunContext, git: GitReader, rendering: RenderingOptions): Promise<FleetPlan> {
   if (settings.clusters === undefined) throw new ConfigurationError(`Input 'clusters' is empty: list the clusters (name=path, one per line) or say discover.`)
   const range = await rangeOf(settings, context, git)
   const filter = pathFilter(settings.paths)
@@ -105,7 +97,7 @@ export async function planFleet(settings: Settings, context: RunContext, git: Gi
   let scoped: Promise<ClusterPlanner> | undefined
   const cache = new RenderCache()
   try {
-    const render = clusterRendererOf(settings, git, { repositoryUrl: rendering.repositoryUrl, sandbox: rendering.sandbox, cache })
+    const render = clusterRendererOf(settings, git, { ...rendering, cache })
     const planner = renderingPlanner(view, range, render, () => (scoped ??= scopedPlanner(view)))
     // A root's chain is often one Kustomization deep per level: the roots side by side keep the cores busy.
     const clusters: ClusterPlan[] = await mapLimit(targets, Math.max(1, availableParallelism()), async (target) => ({

@@ -13,8 +13,8 @@ import type { Clock, Logger } from '../../engine/ports.ts'
 import type { RunContext } from '../trigger/pipeline.ts'
 import { executeClusterPart, type ExecutedPart } from './execute.ts'
 import { clusterPart, readPlanFile, writePlanFile, type ClusterPlan, type FleetPlan } from './fleet-plan.ts'
-import type { Sandbox } from '../../sandbox/sandbox.ts'
-import { planFleet, type FleetRendering } from './fleet-planner.ts'
+import { planFleet } from './fleet-planner.ts'
+import type { RenderingOptions } from '../rendering.ts'
 import { readResultFile, writeResultFile, type ClusterResult } from './fleet-result.ts'
 import type { FleetReport } from './fleet-summary.ts'
 import { gatherResults, runRollout } from './rollout.ts'
@@ -26,12 +26,10 @@ export interface FleetDeps {
   readonly clock: Clock
   readonly log: Logger
   readonly outcome?: OutcomeWaiter
-  /** This repository's URL, when known (renders name their GitRepository by it). */
-  readonly repositoryUrl?: string | undefined
 }
 
 /** Plans the fleet and, with plan-file, saves it. */
-export async function runFleetPlan(settings: Settings, context: RunContext, git: GitReader, rendering: FleetRendering): Promise<FleetPlan> {
+export async function runFleetPlan(settings: Settings, context: RunContext, git: GitReader, rendering: RenderingOptions): Promise<FleetPlan> {
   const plan = await planFleet(settings, context, git, rendering)
   if (settings.planFile !== undefined) await writeText(settings.planFile, writePlanFile(plan), 'plan file')
   return plan
@@ -60,11 +58,11 @@ export async function runClusterPart(settings: Settings, context: RunContext, de
 }
 
 /** `fleet`: plan once (or read the plan file), then every cluster with work over its kubeconfig context, wave by wave. */
-export async function runFleet(settings: Settings, context: RunContext, deps: FleetDeps & { readonly sandbox: Sandbox }): Promise<FleetReport> {
+export async function runFleet(settings: Settings, context: RunContext, deps: FleetDeps & RenderingOptions): Promise<FleetReport> {
   const plan =
     settings.planFile !== undefined && settings.clusters === undefined
       ? await loadPlan(settings.planFile)
-      : await runFleetPlan(settings, context, await deps.git(), { repositoryUrl: deps.repositoryUrl, sandbox: deps.sandbox })
+      : await runFleetPlan(settings, context, await deps.git(), { env: deps.env, sandbox: deps.sandbox })
   const contextOf = (cluster: ClusterPlan) => settings.clusterContexts.get(cluster.name) ?? cluster.name
   const clusters = await runRollout(
     plan,

@@ -59,8 +59,14 @@ export interface RenderedChange {
   readonly head: RenderedRepository
 }
 
-/** Renders the range; undefined when the repository has no Flux Kustomization (then files are read one by one). */
-export type RenderRange = (range: Range) => Promise<RenderedChange | undefined>
+/** The range rendered, or undefined when no Flux Kustomization reads this repository (then files are read one by one). */
+export interface RangeReading {
+  readonly rendered: RenderedChange | undefined
+  /** Which way the repository was read and why: one sentence, always in the run's notes. */
+  readonly reading: string
+}
+
+export type RenderRange = (range: Range) => Promise<RangeReading>
 
 export interface TriggerDeps {
   readonly git: GitReader
@@ -112,15 +118,21 @@ function attributionOf(settings: TriggerRunOptions, context: RunContext, head: s
 export async function preparePlan(settings: TriggerRunOptions, context: RunContext, git: GitReader, render?: RenderRange): Promise<PreparedPlan> {
   const range = await rangeOf(settings, context, git)
   // Where Flux Kustomizations apply the repository, its objects are what they render to.
-  const rendered = render === undefined ? undefined : await render(range)
+  const read = render === undefined ? undefined : await render(range)
+  const rendered = read?.rendered
   if (rendered !== undefined && rendered.head.kustomizations.length > 0) {
     const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options: planOptionsOf(settings) })
-    return { range, plan, headFiles: [], rendered }
+    return { range, plan: noting(plan, read?.reading), headFiles: [], rendered }
   }
   const filter = pathFilter(settings.paths)
   const { changes, headFiles } = await git.changeAndHead({ base: range.base, head: range.head, filter, withChanges: !range.fullSync })
   const input = { changes, headFiles, fullSync: range.fullSync, options: planOptionsOf(settings) }
-  return { range, plan: planChanges({ ...input, parsed: await parseInParallel(input) }), headFiles }
+  return { range, plan: noting(planChanges({ ...input, parsed: await parseInParallel(input) }), read?.reading), headFiles }
+}
+
+/** The plan with how the repository was read as its first note. */
+function noting(plan: Plan, reading: string | undefined): Plan {
+  return reading === undefined ? plan : { ...plan, notes: [reading, ...(plan.notes ?? [])] }
 }
 
 /** Step 1: the commits the run compares, from the inputs and the event. */

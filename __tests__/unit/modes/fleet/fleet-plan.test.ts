@@ -33,7 +33,14 @@ function changesOf(before: Record<string, string>, after: Record<string, string>
   })
 }
 
-const OPTIONS = { prefix: 'nebius.ai', defaultNamespace: 'flux-system', semanticDigest: true, discover: true, paths: ['**/*.yaml', '**/*.yml'], crossNamespaceTargets: [] }
+const OPTIONS = {
+  prefix: 'nebius.ai',
+  defaultNamespace: 'flux-system',
+  semanticDigest: true,
+  discover: true,
+  paths: ['**/*.yaml', '**/*.yml'],
+  crossNamespaceTargets: [],
+}
 const RANGE = { base: 'a'.repeat(40), head: 'b'.repeat(40), fullSync: false, notes: [] }
 
 const CLUSTERS: FleetClusterSpec[] = ['staging', 'prod-eu', 'prod-us'].map((name) => ({ name, namespace: 'apps', releases: ['web', 'api'] }))

@@ -9,7 +9,9 @@ import { Status } from '../../../../src/engine/result.ts'
 import { FakeCluster, FakeClock, FakeGit } from '../../../../test/support/fakes.ts'
 
 // The reproducers' sources in apps name the release in flux-system (the default namespace of targets).
-const settings = parseSettings((name) => ({ apply: 'true', wait: 'false', discover: 'false', timeout: '1s', 'cross-namespace-targets': 'apps=flux-system' })[name] ?? '')
+const settings = parseSettings(
+  (name) => ({ apply: 'true', wait: 'false', discover: 'false', timeout: '1s', 'cross-namespace-targets': 'apps=flux-system' })[name] ?? '',
+)
 const push: RunContext = { eventName: 'push', event: { before: 'a', after: 'b' }, sha: 'b', runUrl: undefined, refused: undefined }
 
 async function applyCommit(files: Record<string, string>, cluster = new FakeCluster().addRelease('flux-system', 'web').addRelease('apps', 'web')) {

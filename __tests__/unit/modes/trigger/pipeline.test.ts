@@ -320,7 +320,10 @@ describe('runTrigger on a rendered repository', () => {
   const app = renderedRelease({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
   const other = renderedRelease({ name: 'other', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values', valuesKey: 'other.yaml' }] })
   const db = (version: string) => renderedRelease({ name: 'db', version, origin: { file: 'apps/db/release.yaml', line: 4 } })
-  const render: RenderRange = async () => ({ base: repo([cm('1'), app, other, db('1.0.0')]), head: repo([cm('2'), app, other, db('2.0.0')]) })
+  const render: RenderRange = async () => ({
+    rendered: { base: repo([cm('1'), app, other, db('1.0.0')]), head: repo([cm('2'), app, other, db('2.0.0')]) },
+    reading: 'Read as Flux applies it.',
+  })
   const git = new FakeGit().commit('a', undefined, {}).commit('b', 'a', {})
   const dbSpec = (version: string) => ({ chart: { spec: { chart: 'db', version, sourceRef: { kind: 'HelmRepository', name: 'charts' } } } })
   const liveCluster = () =>
@@ -345,13 +348,17 @@ describe('runTrigger on a rendered repository', () => {
       ['app', Status.Upgraded, undefined],
       ['db', Status.Upgraded, ['spec.chart.spec.version']],
     ])
+    expect(report.notes[0]).toBe('Read as Flux applies it.')
     expect(report.results[0]?.sources[0]?.origin).toEqual({ file: 'apps/app/values.yaml', line: 2 })
   })
 
   it('patches a release whose spec and source changed together only once the cluster holds its new spec', async () => {
     const both: RenderRange = async () => ({
-      base: repo([cm('1'), renderedRelease({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
-      head: repo([cm('2'), renderedRelease({ name: 'app', version: '2.0.0', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
+      rendered: {
+        base: repo([cm('1'), renderedRelease({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
+        head: repo([cm('2'), renderedRelease({ name: 'app', version: '2.0.0', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })]),
+      },
+      reading: 'Read as Flux applies it.',
     })
     const stale = new FakeCluster()
       .addRelease('apps', 'app', { chart: { spec: { version: '1.0.0' } } })
@@ -389,9 +396,11 @@ describe('runTrigger on a rendered repository', () => {
   it('keeps the file-by-file plan when the renderer finds no Flux Kustomization', async () => {
     const files = new FakeGit().commit('a', undefined, { 'cm.yaml': configMap('1') }).commit('b', 'a', { 'cm.yaml': configMap('2') })
     const cluster = new FakeCluster().addRelease('apps', 'app').setSource({ kind: 'ConfigMap', namespace: 'apps', name: 'app-values' }, liveData('2'))
-    const none: RenderRange = async () => ({ base: repo([], { kustomizations: [] }), head: repo([], { kustomizations: [] }) })
+    const reading = 'Read file by file: the repository holds no Flux Kustomization.'
+    const none: RenderRange = async () => ({ rendered: undefined, reading })
     const report = await runTrigger(settings({ wait: 'false' }), pushContext('a', 'b'), { ...deps(files, cluster), render: none })
     expect(report.results.map((r) => [r.name, r.status])).toEqual([['app', Status.Triggered]])
+    expect(report.notes).toContain(reading)
   })
 })
 
@@ -403,8 +412,14 @@ describe('runTrigger on a chart source change', () => {
   const cm = (replicas: string) => renderedSource({ name: 'app-values', data: values(replicas) })
   const oci = (tag: string) => ociRepository({ name: 'demo', tag, specOrigins: { '["ref","tag"]': { file: 'apps/demo/repository.yaml', line: 9 } } })
   const app = renderedRelease({ name: 'app', chartRef, valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
-  const chartOnly: RenderRange = async () => ({ base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('1'), app]) })
-  const withValues: RenderRange = async () => ({ base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('2'), app]) })
+  const chartOnly: RenderRange = async () => ({
+    rendered: { base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('1'), app]) },
+    reading: 'Read as Flux applies it.',
+  })
+  const withValues: RenderRange = async () => ({
+    rendered: { base: repo([oci('0.1.0'), cm('1'), app]), head: repo([oci('0.2.0'), cm('2'), app]) },
+    reading: 'Read as Flux applies it.',
+  })
   const git = new FakeGit().commit('a', undefined, {}).commit('b', 'a', {})
   const digest = `sha256:${'ab'.repeat(32)}`
 

@@ -11,7 +11,14 @@ import { createEventLog, type Level } from '../../../../src/modes/watch/log.ts'
 import { parseRelease, parseSource, WatchView, type ViewOptions, type WatchedSource } from '../../../../src/modes/watch/view.ts'
 
 const keys = keysFor('nebius.ai')
-const options: ViewOptions = { keys, defaultNamespace: 'flux-system', crossNamespaceTargets: [], semanticDigest: true, discover: true, digestKey: { bytes: new Uint8Array(32).fill(7) } }
+const options: ViewOptions = {
+  keys,
+  defaultNamespace: 'flux-system',
+  crossNamespaceTargets: [],
+  semanticDigest: true,
+  discover: true,
+  digestKey: { bytes: new Uint8Array(32).fill(7) },
+}
 
 function source(data: Record<string, string>, rv: string, annotations: Record<string, string> = {}): WatchedSource {
   const s = parseSource('ConfigMap', { metadata: { namespace: 'apps', name: 'values', resourceVersion: rv, annotations }, data }, options)

@@ -15,7 +15,14 @@ import {
 import { liveDigest } from '../../../../src/core/digest.ts'
 
 const keys = keysFor('nebius.ai')
-const options: ViewOptions = { keys, defaultNamespace: 'flux-system', crossNamespaceTargets: [], semanticDigest: true, discover: true, digestKey: { bytes: new Uint8Array(32).fill(7) } }
+const options: ViewOptions = {
+  keys,
+  defaultNamespace: 'flux-system',
+  crossNamespaceTargets: [],
+  semanticDigest: true,
+  discover: true,
+  digestKey: { bytes: new Uint8Array(32).fill(7) },
+}
 
 function cm(namespace: string, name: string, data: Record<string, string>, annotations: Record<string, string> = {}, rv = '1') {
   return { metadata: { namespace, name, resourceVersion: rv, labels: { [keys.triggerLabel]: 'true' }, annotations }, data }
@@ -216,7 +223,8 @@ describe('AnnotationMemo', () => {
   it('reads a source’s annotations again only when they changed, and gives the same reading as without it', () => {
     const memo = new AnnotationMemo()
     const annotations = { [keys.targetNames]: 'api', [keys.targetNamespace]: 'prod' }
-    const read = (data: Record<string, string>, a: Record<string, string>, rv: string) => parseSource('ConfigMap', cm('apps', 'v', data, a, rv), anyNamespace, memo)
+    const read = (data: Record<string, string>, a: Record<string, string>, rv: string) =>
+      parseSource('ConfigMap', cm('apps', 'v', data, a, rv), anyNamespace, memo)
     const first = read({ v: '1' }, annotations, '1')
     const second = read({ v: '2' }, annotations, '2')
     expect(second?.annotatedTargets).toBe(first?.annotatedTargets) // reused, not parsed again
