@@ -189,7 +189,7 @@ describe('trigger against the real apiserver', () => {
       { 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'one' }) },
       { 'cm.yaml': source({ namespace: configNs, targets: 'api', targetNamespace: appNs, value: 'two' }) },
     )
-    const run = await act(p)
+    const run = await act(p, { 'cross-namespace-targets': `${configNs}=${appNs}` })
     expect(run.exitCode, run.stdout + run.stderr).toBe(0)
     expect(outputs(run, 'triggered')).toMatchObject([{ namespace: appNs, name: 'api' }])
     expect((await annotationsOf(appNs, 'api'))['reconcile.fluxcd.io/requestedAt']).toBeDefined()

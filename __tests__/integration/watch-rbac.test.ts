@@ -147,6 +147,8 @@ function watchAs(s: Scenario, kubeconfigPath: string, election = false): WatchHa
     inputs: {
       namespaces: s.namespace,
       'digest-key-namespace': s.namespace,
+      // The source names a release in another namespace: allowed explicitly, as an operator would.
+      'cross-namespace-targets': `${s.namespace}=${s.other}`,
       ...(election ? { 'leader-election': 'true', 'leader-election-namespace': s.namespace } : {}),
     },
     identity: 'watch-rbac',
