@@ -91,6 +91,8 @@ export function controllerWrapper(controller: 'source-controller' | 'helm-contro
 export interface StartClusterOptions {
   /** Also run source-controller, helm-controller, kustomize-controller and the OCI registry. */
   readonly flux?: boolean
+  /** With `flux`: also build and run the OCI registry (default true); the demo serves its chart over HTTP only. */
+  readonly ociRegistry?: boolean
   /**
    * Working directory: kubeconfig, logs/, data/. Kept after stop() except data/.
    * Default: a fresh temp directory, removed by stop().
@@ -182,7 +184,10 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
     }
   }
 
-  const targets: BuildTarget[] = flux ? ['kube', 'source-controller', 'helm-controller', 'kustomize-controller', 'registry'] : ['kube']
+  const oci = flux && (options.ociRegistry ?? true)
+  const targets: BuildTarget[] = flux
+    ? ['kube', 'source-controller', 'helm-controller', 'kustomize-controller', ...(oci ? (['registry'] as const) : [])]
+    : ['kube']
   const binaries = await timed('build', () => ensureBinaries(targets, { log, timeoutMs: options.buildTimeoutMs ?? 45 * 60_000 }))
   const versions = await readVersions()
 
@@ -218,7 +223,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<L
       const helmFeatureGates = options.helmFeatureGates ?? []
       await timed('controllers', () => startControllers(session, { binaries, ports, readyTimeoutMs, logDir, log, kubeconfigPath, helmFeatureGates }))
     }
-    const ociRegistryUrl = flux ? await startOciRegistry(session, { binary: need(binaries, 'oci-registry'), ports, readyTimeoutMs, logDir, log }) : undefined
+    const ociRegistryUrl = oci ? await startOciRegistry(session, { binary: need(binaries, 'oci-registry'), ports, readyTimeoutMs, logDir, log }) : undefined
     timings.total = Date.now() - started
     log(
       `cluster ready in ${formatMs(timings.total)} (${Object.entries(timings)

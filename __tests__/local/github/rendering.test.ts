@@ -4,43 +4,30 @@
 // their cell, never split a row or turn into HTML. The screenshot is kept in artifacts/ for a
 // person to look at.
 
-import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { marked } from 'marked'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { summaryMarkdown } from '../../../src/modes/trigger/report.ts'
 import { triggerVerdict } from '../../../src/modes/trigger/verdict.ts'
+import { openReportPage, type ReportDocuments, type ReportPage } from '../../../test/support/report-page.ts'
 import { awkwardReport } from '../../../test/support/reports.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
-const CHROMIUM = '/usr/bin/chromium'
 const ARTIFACTS = join(import.meta.dirname, '..', '..', '..', 'artifacts')
 const RUN = 'https://github.example/acme/fleet/actions/runs/4242'
 
-let profile: string
-let context: BrowserContext
+let browser: ReportPage
 let page: Page
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium).`)
-  profile = mkdtempSync(join(tmpdir(), 'hrt-chromium-'))
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    viewport: { width: 1400, height: 900 },
-  })
-  page = context.pages()[0] ?? (await context.newPage())
-  // Nothing leaves loopback: the page is built in memory.
-  await page.route('**/*', (route) => (route.request().url().startsWith('data:') ? route.continue() : route.abort()))
+  browser = await openReportPage()
+  page = browser.page
 })
 
 afterAll(async () => {
-  await context?.close()
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true })
+  await browser?.close()
 })
 
 const report = awkwardReport()
@@ -51,19 +38,8 @@ const DOCUMENTS = {
   'Pull-request comment': verdict.comment,
 } as const
 
-const STYLE = `body{font:14px -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px;color:#1f2328}
-section{border:1px solid #d1d9e0;border-radius:6px;padding:8px 16px;margin-bottom:24px}
-h1.where{font-size:12px;text-transform:uppercase;color:#59636e;margin:0 0 8px}
-table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d1d9e0;padding:4px 10px;vertical-align:top;max-width:520px}
-th{background:#f6f8fa}code{background:#eff1f3;border-radius:4px;padding:1px 4px;font-size:12px}`
-
-async function render(documents: Readonly<Record<string, string>> = DOCUMENTS): Promise<void> {
-  const sections = await Promise.all(
-    Object.entries(documents).map(
-      async ([where, markdown]) => `<section data-where="${where}"><h1 class="where">${where}</h1>${await marked.parse(markdown, { gfm: true })}</section>`,
-    ),
-  )
-  await page.setContent(`<!doctype html><html><head><meta charset="utf-8"><style>${STYLE}</style></head><body>${sections.join('\n')}</body></html>`)
+async function render(documents: ReportDocuments = DOCUMENTS): Promise<void> {
+  await browser.show(documents)
 }
 
 interface Table {
@@ -124,7 +100,7 @@ describe('GitHub-flavoured Markdown in a real browser', () => {
     expect(plan).toHaveLength(1)
     expect(plan[0]?.rows.map((r) => r[3])).toContain('clusters/prod/apps/`odd`<name>.yaml:12')
     mkdirSync(ARTIFACTS, { recursive: true })
-    await page.screenshot({ path: join(ARTIFACTS, 'github-report.png'), fullPage: true })
+    await browser.screenshot(join(ARTIFACTS, 'github-report.png'))
     expect(existsSync(join(ARTIFACTS, 'github-report.png'))).toBe(true)
   })
 })

@@ -3,7 +3,8 @@
 
 import { cell, code, columns, failureSentence, location, plural } from '../../lib/text.ts'
 import { formatDuration } from '../../lib/duration.ts'
-import type { FileProblem, Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
+import { oneLine } from '../../lib/untrusted.ts'
+import type { FileProblem, KeyChange, Origin, PlannedRelease, PlannedSource, ReleaseRef } from '../../core/model.ts'
 import { chartSourceId, releaseKey } from '../../core/model.ts'
 import type { Range } from '../../git/range.ts'
 import { FAILED, Status, type Reason, type ReleaseResult, type TriggerReport } from '../../engine/result.ts'
@@ -176,15 +177,46 @@ function planTable(plan: TriggerReport['plan']): string[] {
  * by path), a Secret's key names only. Values come from the repository, shortened.
  */
 export function valueChanges(sources: readonly PlannedSource[]): string[] {
-  const rows = sources.flatMap((s) =>
-    (s.keyChanges ?? []).map((k) => {
-      const key = k.path === undefined ? code(k.key) : `${code(k.key)} → ${code(k.path)}`
-      const shown = (v: string | undefined): string => (s.kind === 'Secret' || s.encrypted ? '(hidden)' : v === undefined ? '—' : code(v))
-      return `| ${code(s.id)} | ${key} | ${k.change} | ${k.change === 'added' ? '—' : shown(k.before)} | ${k.change === 'removed' ? '—' : shown(k.after)} |`
-    }),
+  const rows = valueRows(sources).map(
+    (v) =>
+      `| ${code(v.source)} | ${v.path === undefined ? code(v.key) : `${code(v.key)} → ${code(v.path)}`} | ${v.change} | ${shown(v.before, code)} | ${shown(v.after, code)} |`,
   )
   if (rows.length === 0) return []
   return ['### Values changed', '', '| Source | Key | Change | Before | After |', '| --- | --- | --- | --- | --- |', ...rows]
+}
+
+/** A key's value as the report shows it: absent on that side, hidden (a Secret's, an encrypted one's) or the value. */
+type ShownValue = { readonly absent: true } | { readonly hidden: true } | { readonly value: string }
+
+interface ValueRow {
+  readonly source: string
+  readonly key: string
+  readonly path: string | undefined
+  readonly change: KeyChange['change']
+  readonly before: ShownValue
+  readonly after: ShownValue
+}
+
+/** The summary's and the CLI's one source of the value changes: Secret values are never shown. */
+function valueRows(sources: readonly PlannedSource[]): ValueRow[] {
+  return sources.flatMap((s) =>
+    (s.keyChanges ?? []).map((k) => {
+      const side = (value: string | undefined, absent: boolean): ShownValue =>
+        absent ? { absent: true } : s.kind === 'Secret' || s.encrypted ? { hidden: true } : value === undefined ? { absent: true } : { value }
+      return {
+        source: s.id,
+        key: k.key,
+        path: k.path,
+        change: k.change,
+        before: side(k.before, k.change === 'added'),
+        after: side(k.after, k.change === 'removed'),
+      }
+    }),
+  )
+}
+
+function shown(v: ShownValue, format: (value: string) => string): string {
+  return 'value' in v ? format(v.value) : 'hidden' in v ? '(hidden)' : '—'
 }
 
 /**
@@ -266,6 +298,14 @@ export function textReport(report: TriggerReport): string {
     s.targets.map(releaseKey).join(',') || '-',
   ])
   if (sourceRows.length > 0) out.push('', ...columns([header, ...sourceRows]))
+  const values = valueRows(report.plan.sources).map((v) => [
+    v.source,
+    v.path === undefined ? v.key : `${v.key} → ${v.path}`,
+    v.change,
+    shown(v.before, oneLine),
+    shown(v.after, oneLine),
+  ])
+  if (values.length > 0) out.push('', ...columns([['SOURCE', 'KEY', 'CHANGE', 'BEFORE', 'AFTER'], ...values]))
   for (const r of report.plan.releases) {
     if (r.spec !== undefined) out.push(`spec ${r.spec.change}: ${releaseKey(r)} (${r.spec.fields.join(', ')}) at ${at(r.spec.origin)}`)
     if (r.chart !== undefined) out.push(`chart changed: ${releaseKey(r)} (${chartSourceId(r.chart)} ${r.chart.fields.join(', ')}) at ${at(r.chart.origin)}`)

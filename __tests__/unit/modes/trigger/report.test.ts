@@ -461,6 +461,29 @@ describe('textReport', () => {
     ])
   })
 
+  it('prints the values each source changed, a Secret’s hidden, a value from the repository on one line', () => {
+    const [cm, secret] = SOURCES
+    if (cm === undefined || secret === undefined) throw new Error('SOURCES holds a ConfigMap and a Secret')
+    const sources: PlannedSource[] = [
+      {
+        ...cm,
+        keyChanges: [
+          { key: 'values.yaml', path: 'greeting', change: 'modified', before: '"hello"', after: '"bonjour"' },
+          { key: 'values.yaml', path: 'banner', change: 'added', after: '"line one\n::error::forged"' },
+        ],
+      },
+      { ...secret, keyChanges: [{ key: 'password', change: 'modified' }] },
+    ]
+    const lines = textReport(report({ plan: { sources, releases: [], problems: [] }, results: [] })).split('\n')
+    const at = lines.indexOf('SOURCE                     KEY                     CHANGE    BEFORE    AFTER')
+    expect(at).toBeGreaterThan(0)
+    expect(lines.slice(at + 1, at + 4)).toEqual([
+      `${CM}  values.yaml → greeting  modified  "hello"   "bonjour"`,
+      `${CM}  values.yaml → banner    added     —         "line one⏎::error::forged"`,
+      `${SECRET}    password                modified  (hidden)  (hidden)`,
+    ])
+  })
+
   it('prints why nothing was written and no tables when nothing changed', () => {
     const text = textReport(report({ planOnly: 'no ConfigMap or Secret that triggers a release changed', plan: { sources: [], releases: [], problems: [] } }))
     expect(text).toBe(
