@@ -195,7 +195,7 @@ describe('main', () => {
       const io = recordingIo()
       expect(await main(['plan', '--repo', repo], io)).toBe(0)
       const lines = io.stdout().split('\n')
-      expect(lines[0]).toBe('helmrelease-trigger: 0 triggered, 1 skipped, 0 failed')
+      expect(lines[0]).toBe('helmrelease-trigger: plan: 1 release would be triggered')
       expect(lines[1]).toBe(`range: ${first.slice(0, 12)}..${second.slice(0, 12)}`)
       expect(lines).toContain('plan only')
       const source = lines.find((l) => l.startsWith('ConfigMap/apps/app-values'))

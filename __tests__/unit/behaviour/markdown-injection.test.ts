@@ -41,7 +41,7 @@ describe('F5: summary markdown from a fork pull request', () => {
   it('the audit reproducer: no forged heading, bold text or link; the path shown whole, the name quoted as text and cut', async () => {
     const summary = await forkPlanSummary()
     const shown = render(summary)
-    expect(shown.headings).toEqual(['helmrelease-trigger: 0 triggered, 1 skipped, 0 failed', 'Plan', 'Releases', 'Values changed', 'Manifest problems'])
+    expect(shown.headings).toEqual(['helmrelease-trigger: plan: 1 release would be triggered', 'Plan', 'Releases', 'Values changed', 'Manifest problems'])
     for (const kind of ['strong', 'link', 'image', 'del']) expect(shown.markup.get(kind), kind).toBeUndefined()
     expect(shown.markup.get('em')).toBe(1) // ours: the italic plan-only line
     expect(shown.tables.flatMap((t) => t.widths.map((w) => w - t.header.length))).toEqual(shown.tables.flatMap((t) => t.widths.map(() => 0)))

@@ -120,9 +120,15 @@ export function failureOf(report: TriggerReport, failOn: FailOn): string | undef
   return failureSentence([...errors, ...warnings], (n) => `${plural(n, 'problem')} (fail-on: ${failOn})`)
 }
 
+/** A plan-only run (a pull request, `mode: plan`) writes nothing: it counts what would be triggered, never "skipped". */
+export function planHeadline(report: TriggerReport): string {
+  const n = report.plan.releases.length
+  return n === 0 ? 'nothing to trigger' : `plan: ${plural(n, 'release')} would be triggered`
+}
+
 export function headline(report: TriggerReport): string {
   const o = outputsOf(report)
-  if (report.planOnly !== undefined && report.results.length === 0) return `nothing to trigger: ${report.planOnly}`
+  if (report.planOnly !== undefined) return report.plan.releases.length === 0 ? `nothing to trigger: ${report.planOnly}` : planHeadline(report)
   return `${o.triggered.length} triggered, ${o.skipped.length} skipped, ${o.failed.length} failed${report.dryRun ? ' (dry run)' : ''}`
 }
 

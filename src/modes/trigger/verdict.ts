@@ -8,7 +8,7 @@ import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/rep
 import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
-import { failureOf, fieldList, resultTable, valueChanges } from './report.ts'
+import { failureOf, fieldList, planHeadline, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
   readonly failOn: FailOn
@@ -84,10 +84,7 @@ const ICON: Readonly<Record<CheckConclusion, string>> = {
 
 /** "3 upgraded, 1 failed": the non-zero counts, most telling first. */
 export function verdictTitle(report: TriggerReport): string {
-  if (report.planOnly !== undefined) {
-    const n = report.plan.releases.length
-    return n === 0 ? 'nothing to trigger' : `plan: ${n} release${n === 1 ? '' : 's'} would be triggered`
-  }
+  if (report.planOnly !== undefined) return planHeadline(report)
   const count = (test: (r: TriggerReport['results'][number]) => boolean): number => report.results.filter(test).length
   const parts: [number, string][] = [
     [count((r) => r.status === Status.Upgraded), 'upgraded'],

@@ -395,7 +395,7 @@ describe('summaryMarkdown', () => {
     [
       'a pull request plan',
       { planOnly: 'pull_request event: plan only', results: [result('app', Status.Planned, { reason: 'PlanOnly' })] },
-      '## helmrelease-trigger: 0 triggered, 1 skipped, 0 failed',
+      '## helmrelease-trigger: plan: 2 releases would be triggered',
     ],
   ] as const)('headline for %s', (_, extra, expected) => {
     expect(summaryMarkdown(report(extra)).split('\n')[0]).toBe(expected)
