@@ -236,6 +236,36 @@ describe('provenance', () => {
       zone: { file: 'apps/a/base/kustomization.yaml', line: 3 },
     })
   })
+  it('points each key of a ConfigMap or Secret written as a resource at its value: the line after a block scalar key, the key line otherwise', async () => {
+    const files = {
+      ...BOOTSTRAP,
+      'clusters/prod/a.yaml': fluxKustomization('a', './apps/a'),
+      'apps/a/kustomization.yaml': 'resources: [sources.yaml]\n',
+      'apps/a/sources.yaml': [
+        'apiVersion: v1',
+        'kind: Secret',
+        'metadata: {name: creds}',
+        'stringData:',
+        '  pin: "1234"',
+        '---',
+        'apiVersion: v1',
+        'kind: ConfigMap',
+        'metadata:',
+        '  name: web-values',
+        'data:',
+        '  tier: gold',
+        '  values.yaml: |',
+        '    replicas: 2',
+        '    image: web',
+        '',
+      ].join('\n'),
+    }
+    const { change } = await render(files, undefined, { scope: 'all' })
+    const values = named(change?.head, 'ConfigMap', 'web-values')
+    expect(values?.origin).toEqual({ file: 'apps/a/sources.yaml', line: 7 })
+    expect(values?.keyOrigins).toEqual({ tier: { file: 'apps/a/sources.yaml', line: 12 }, 'values.yaml': { file: 'apps/a/sources.yaml', line: 14 } })
+    expect(named(change?.head, 'Secret', 'creds')?.keyOrigins).toEqual({ pin: { file: 'apps/a/sources.yaml', line: 5 } })
+  })
 })
 
 describe('sources', () => {

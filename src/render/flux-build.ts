@@ -12,7 +12,7 @@ import type { AppliedObject } from '../sandbox/protocol.ts'
 import { filesIn, type Closure } from './closure.ts'
 import { problemOf, type Commit } from './commit.ts'
 import { fluxKustomization, isRecord, type FluxKustomization } from './flux-objects.ts'
-import { documentLine, generatorProvenance, parseOrigin, specOrigins } from './provenance.ts'
+import { dataKeyOrigins, documentLine, generatorProvenance, parseOrigin, specOrigins } from './provenance.ts'
 import type { Build, BuildOutput, RenderContext } from './render-context.ts'
 import type { SourceTree } from './source-tree.ts'
 import { substitutionInputs } from './substitution.ts'
@@ -212,22 +212,24 @@ async function trace(
     const file = tree.toRepository(p.file)
     return file === undefined ? undefined : { file, line: p.line }
   }
+  const inRepository = (found: Record<string, Provenance>): Record<string, Provenance> =>
+    Object.fromEntries(Object.entries(found).flatMap(([key, p]) => (toRepository(p) ? [[key, toRepository(p) as Provenance]] : [])))
   if (origin?.kind === 'file') {
     const path = posix.normalize(posix.join(k.path, origin.path))
     const file = tree.toRepository(path)
     if (file === undefined) return { provenance: undefined, keyOrigins: {}, fields: undefined }
     const provenance = { file, line: await documentLine(files, path, kind, name) }
+    if (kind === 'ConfigMap' || kind === 'Secret') {
+      return { provenance, keyOrigins: inRepository(await dataKeyOrigins(files, path, kind, writtenName(name, k))), fields: undefined }
+    }
     // A spec change points at the field edited; the source document's name is before any prefix or suffix.
     if (kind !== 'HelmRelease' && kind !== 'OCIRepository' && kind !== 'HelmChart') return { provenance, keyOrigins: {}, fields: undefined }
-    const written = await specOrigins(files, closure, path, kind, writtenName(name, k))
-    const fields = Object.fromEntries(Object.entries(written).flatMap(([field, at]) => (toRepository(at) ? [[field, toRepository(at) as Provenance]] : [])))
-    return { provenance, keyOrigins: {}, fields }
+    return { provenance, keyOrigins: {}, fields: inRepository(await specOrigins(files, closure, path, kind, writtenName(name, k))) }
   }
   if (origin?.kind === 'generator' && (kind === 'ConfigMap' || kind === 'Secret')) {
     const found = await generatorProvenance(files, closure, posix.normalize(posix.join(k.path, origin.configuredIn)), kind, name)
     if (found === undefined) return { provenance: undefined, keyOrigins: {}, fields: undefined }
-    const keyOrigins = Object.fromEntries(Object.entries(found.keys).flatMap(([key, p]) => (toRepository(p) ? [[key, toRepository(p) as Provenance]] : [])))
-    return { provenance: toRepository(found.origin), keyOrigins, fields: undefined }
+    return { provenance: toRepository(found.origin), keyOrigins: inRepository(found.keys), fields: undefined }
   }
   return { provenance: undefined, keyOrigins: {}, fields: undefined }
 }

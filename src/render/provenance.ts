@@ -5,7 +5,7 @@
 // and, per data key, the file or literal or env line the value comes from.
 
 import { posix } from 'node:path'
-import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Node } from 'yaml'
+import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, parseDocument, type Node, type YAMLMap } from 'yaml'
 import type { Provenance } from '../core/rendered.ts'
 import type { Closure } from './closure.ts'
 import { isRecord } from './flux-objects.ts'
@@ -180,32 +180,66 @@ export async function patchFiles(files: TreeFiles, kustomization: string): Promi
   return paths.map((p) => posix.normalize(posix.join(dir, p)))
 }
 
-/** Line of each field under `spec` in the document of `file` holding `kind` named `name` (any one of its kind when `lenient` and alone). */
-async function specLinesIn(files: TreeFiles, file: string, kind: string, name: string, lenient: boolean): Promise<Record<string, number>> {
+/** The document of `file` holding `kind` named `name` (any one of its kind when `lenient` and alone), with its line counter. */
+async function documentIn(
+  files: TreeFiles,
+  file: string,
+  kind: string,
+  name: string,
+  lenient: boolean,
+): Promise<{ contents: YAMLMap; counter: LineCounter } | undefined> {
   const text = await files.text(file)
-  if (text === undefined || !text.includes(kind)) return {}
+  if (text === undefined || !text.includes(kind)) return undefined
   const counter = new LineCounter()
   let docs
   try {
     docs = parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false })
   } catch {
-    return {}
+    return undefined
   }
   const matching = docs.filter((d) => 'contents' in d && isMap(d.contents) && d.get('kind') === kind)
   const named = matching.find((d) => 'contents' in d && name.includes(String(d.getIn(['metadata', 'name']))))
   const doc = named ?? (lenient && matching.length === 1 ? matching[0] : undefined)
-  if (doc === undefined || !('contents' in doc) || !isMap(doc.contents)) return {}
+  if (doc === undefined || !('contents' in doc) || !isMap(doc.contents)) return undefined
+  return { contents: doc.contents, counter }
+}
+
+/** Line of each field under `spec` in the document of `file` holding `kind` named `name` (any one of its kind when `lenient` and alone). */
+async function specLinesIn(files: TreeFiles, file: string, kind: string, name: string, lenient: boolean): Promise<Record<string, number>> {
+  const doc = await documentIn(files, file, kind, name, lenient)
+  if (doc === undefined) return {}
   const out: Record<string, number> = {}
   const walk = (node: unknown, at: readonly string[]): void => {
     if (!isMap(node)) return
     for (const pair of node.items) {
       if (!isScalar(pair.key)) continue
       const path = [...at, String(pair.key.value)]
-      out[JSON.stringify(path)] = lineOf(counter, pair.key as Node)
+      out[JSON.stringify(path)] = lineOf(doc.counter, pair.key as Node)
       walk(pair.value, path)
     }
   }
   walk(doc.contents.get('spec', true), [])
+  return out
+}
+
+/**
+ * Where each key of a ConfigMap or Secret written as a resource starts its value: the key's line,
+ * or the line after it for a block scalar (`values.yaml: |`), whose content starts there; so the
+ * plan's first-differing-line offset lands on the edited line, as for a generated key.
+ */
+export async function dataKeyOrigins(files: TreeFiles, file: string, kind: 'ConfigMap' | 'Secret', name: string): Promise<Record<string, Provenance>> {
+  const doc = await documentIn(files, file, kind, name, true)
+  if (doc === undefined) return {}
+  const out: Record<string, Provenance> = {}
+  for (const field of ['data', 'binaryData', 'stringData']) {
+    const node = doc.contents.get(field, true)
+    if (!isMap(node)) continue
+    for (const pair of node.items) {
+      if (!isScalar(pair.key)) continue
+      const block = isScalar(pair.value) && (pair.value.type === 'BLOCK_LITERAL' || pair.value.type === 'BLOCK_FOLDED')
+      out[String(pair.key.value)] = { file, line: lineOf(doc.counter, pair.key as Node) + (block ? 1 : 0) }
+    }
+  }
   return out
 }
 
