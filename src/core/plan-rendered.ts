@@ -56,7 +56,8 @@ export function planRendered(input: RenderedPlanInput): Plan {
   const head = readSide(input.head, context)
   const renames = renamedSources(base.sources, head.sources)
   const consumers = indexReads(head.releases)
-  const candidates = input.fullSync ? fullSyncCandidates(head.sources) : changedCandidates(base.sources, head.sources, renames, input.options.discover)
+  const unbuilt = failedBuilds(input.head)
+  const candidates = input.fullSync ? fullSyncCandidates(head.sources) : changedCandidates(base.sources, head.sources, renames, input.options.discover, unbuilt)
   const suspended = new Set(input.head.suspended ?? [])
   const held = new Map<string, string[]>()
   const hold = (kustomization: string, what: string): void => void held.set(kustomization, [...(held.get(kustomization) ?? []), what])
@@ -419,11 +420,21 @@ function renamedSources(base: ReadonlyMap<SourceId, Source>, head: ReadonlyMap<S
   return renames
 }
 
+/**
+ * Kustomizations whose head build failed: a problem and no object. What they applied before is
+ * unknown at head, not deleted; the problem is what the plan reports.
+ */
+function failedBuilds(head: RenderedRepository): ReadonlySet<string> {
+  const built = new Set(head.objects.map((o) => o.kustomization))
+  return new Set(head.problems.map((p) => p.kustomization).filter((k) => !built.has(k)))
+}
+
 function changedCandidates(
   base: ReadonlyMap<SourceId, Source>,
   head: ReadonlyMap<SourceId, Source>,
   renames: ReadonlyMap<SourceId, SourceId>,
   discover: boolean,
+  unbuilt: ReadonlySet<string>,
 ): Candidate[] {
   const renamed = new Set(renames.values())
   const ids = [...new Set([...base.keys(), ...head.keys()])].sort(compareText)
@@ -432,7 +443,7 @@ function changedCandidates(
     const before = base.get(renames.get(id) ?? id)
     // An unlabelled source can only trigger through discovery.
     if (!discover && !(now ?? before)?.labelled) return []
-    if (now === undefined) return before === undefined || renamed.has(id) ? [] : [{ change: 'deleted', base: before }]
+    if (now === undefined) return before === undefined || renamed.has(id) || unbuilt.has(before.kustomization) ? [] : [{ change: 'deleted', base: before }]
     if (before === undefined) return [{ change: 'added', head: now }]
     return now.digest === before.digest && now.id === before.id ? [] : [{ change: 'modified', head: now, base: before }]
   })

@@ -408,6 +408,18 @@ describe('planRendered: problems and notes', () => {
     expect(p.notes).toEqual(['Flux Kustomization flux-system/remote was not rendered: a remote base is not fetched in plan-only runs'])
   })
 
+  it('a source of a Kustomization whose build fails at head is not deleted: the build problem is what is reported', () => {
+    const failed = { kustomization: 'flux-system/staging', path: 'apps/staging', message: 'accumulating resources: missing.yaml not found' }
+    const staging = { kustomization: 'flux-system/staging', namespace: 'staging' }
+    const p = plan(
+      [generated('app', 'a: 1', staging), reader('app', staging), generated('web', 'a: 1'), reader('web')],
+      [generated('web', 'a: 2'), reader('web')],
+      { head: { problems: [failed] } },
+    )
+    expect(p.sources.map((s) => `${s.id} ${s.change}`)).toEqual(['ConfigMap/apps/web-values modified'])
+    expect(p.problems.map((x) => x.message)).toEqual([`Flux Kustomization flux-system/staging (apps/staging) could not be rendered: ${failed.message}`])
+  })
+
   it('a deleted source a release still reads is a warning at the release', () => {
     const p = plan([generated('app', 'a: 1'), reader('app')], [reader('app')])
     expect(p.sources.map((s) => s.change)).toEqual(['deleted'])
