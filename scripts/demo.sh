@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 missing=$(test/cluster/build.sh --print-paths kube source-controller kustomize-controller helm-controller |
   while IFS='=' read -r name path; do [ -x "$path" ] || printf '%s ' "$name"; done)
 if [ -n "$missing" ]; then
-  echo "demo: the first run builds ${missing}from their Go modules and installs the npm packages: about 14 minutes on 2 cores, cached under ~/.cache after that; the demo itself takes under a minute."
+  echo "demo: the first run builds ${missing}from their Go modules and installs the npm packages: about 24 minutes on 2 cores (Go's compiler is the limit), cached under ~/.cache after that; the demo itself takes under a minute."
 elif [ ! -x node_modules/.bin/node ]; then
   echo "demo: installing the npm packages first (about a minute); the demo itself takes under a minute."
 else

@@ -32,8 +32,12 @@ if ! $demo; then
     builds+=("$flux:source-controller" "$flux:helm-controller" "$flux:kustomize-controller")
   done
 fi
+# Go's "downloading <module>" lines (hundreds on a first run) go to the log only.
+log_dir=${XDG_CACHE_HOME:-$HOME/.cache}/helmrelease-trigger
+mkdir -p "$log_dir"
 printf '%s\n' "${builds[@]}" |
-  xargs -P "$(nproc)" -I{} bash -c 'HELMRELEASE_TRIGGER_FLUX=${1%%:*} exec test/cluster/build.sh "${1#*:}"' _ {} &
+  xargs -P "$(nproc)" -I{} bash -c 'HELMRELEASE_TRIGGER_FLUX=${1%%:*} exec test/cluster/build.sh "${1#*:}"' _ {} 2>&1 |
+  tee "$log_dir/setup-go.log" | { grep --line-buffered -v '^go: downloading ' || true; } >&2 &
 go_builds=$!
 
 # npm ci only when package-lock.json changed since the last install.
@@ -70,4 +74,4 @@ if ! $demo; then
   node_modules/.bin/node scripts/renderer.mjs
 fi
 
-wait "$go_builds" || { echo "setup: building the local cluster failed (see the 'cluster build' lines above)." >&2; exit 1; }
+wait "$go_builds" || { echo "setup: building the local cluster failed (see the 'cluster build' lines above; Go's whole output is in $log_dir/setup-go.log)." >&2; exit 1; }
