@@ -47,6 +47,7 @@ metadata:
   labels: {nebius.ai/helmrelease-trigger-operator: "true"}
   annotations:
     nebius.ai/helmreleases-name: web
+    nebius.ai/helmreleases-namespace: ${ns}
     kubernetes.io/service-account.name: deployer
 type: kubernetes.io/service-account-token
 `,
@@ -77,6 +78,7 @@ metadata:
   labels: {nebius.ai/helmrelease-trigger-operator: "true", team: payments}
   annotations:
     nebius.ai/helmreleases-name: web
+    nebius.ai/helmreleases-namespace: ${ns}
     kubectl.kubernetes.io/last-applied-configuration: "{}"
 data: {values.yaml: "${value}"}
 `
@@ -85,7 +87,7 @@ data: {values.yaml: "${value}"}
     const live = await cluster.core.readNamespacedConfigMap({ namespace: ns, name: 'values' })
     expect(live.data).toEqual({ 'values.yaml': 'level: two' })
     expect(live.metadata?.labels).toEqual({ 'nebius.ai/helmrelease-trigger-operator': 'true' })
-    expect(live.metadata?.annotations).toEqual({ 'nebius.ai/helmreleases-name': 'web' })
+    expect(live.metadata?.annotations).toEqual({ 'nebius.ai/helmreleases-name': 'web', 'nebius.ai/helmreleases-namespace': ns })
 
     // kustomize-controller (another field manager) owns the value now: apply: true conflicts, never forces.
     await cluster.core.patchNamespacedConfigMap(
