@@ -16,6 +16,9 @@ import { brotliCompressSync, constants } from 'node:zlib'
 const root = join(import.meta.dirname, '..')
 const source = join(root, 'renderer')
 const env = { ...process.env, GOOS: 'wasip1', GOARCH: 'wasm', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' }
+// No VCS stamp (the commit and its time would differ in every clone) and no paths or build ID:
+// the same inputs give the same bytes on any machine, which the dist/ freshness test relies on.
+const buildArgs = ['build', '-trimpath', '-buildvcs=false', '-buildmode=c-shared', '-ldflags=-s -w -buildid=']
 
 function inputsKey() {
   const hash = createHash('sha256')
@@ -26,7 +29,7 @@ function inputsKey() {
       .update(readFileSync(join(source, name)))
       .update('\0')
   }
-  hash.update(execFileSync('go', ['version'], { env, encoding: 'utf8' }))
+  hash.update(execFileSync('go', ['version'], { env, encoding: 'utf8' })).update(buildArgs.join('\0'))
   return hash.digest('hex').slice(0, 16)
 }
 
@@ -40,7 +43,7 @@ export function buildRenderer(log = (line) => process.stderr.write(`${line}\n`))
     const tmp = `${cache}.tmp.${process.pid}`
     rmSync(tmp, { recursive: true, force: true })
     mkdirSync(tmp, { recursive: true })
-    execFileSync('go', ['build', '-trimpath', '-buildmode=c-shared', '-ldflags=-s -w -buildid=', '-o', join(tmp, 'renderer.wasm'), '.'], {
+    execFileSync('go', [...buildArgs, '-o', join(tmp, 'renderer.wasm'), '.'], {
       cwd: source,
       env,
       stdio: ['ignore', 'inherit', 'inherit'],
