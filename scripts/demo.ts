@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node'
 import { runAction } from '../test/support/action.ts'
-import { startCluster } from '../test/support/cluster.ts'
+import { FLUX_ENV, startCluster } from '../test/support/cluster.ts'
 import {
   GIT_REPOSITORY,
   HELM_RELEASE,
@@ -53,6 +53,8 @@ function reportOf(log: string): string {
 
 // setup.sh --demo said what it built; the cluster's own progress lines are the rest.
 const clusterLog = (line: string): void => void (/ cached \(/.test(line) || process.stderr.write(`  [cluster] ${line}\n`))
+// The demo shows the default Flux, the one setup --demo builds, whatever the environment pins.
+delete process.env[FLUX_ENV]
 const cluster = await startCluster({ flux: true, ociRegistry: false, log: clusterLog })
 const github = await startGitHubApi({ owner: 'acme', repo: 'fleet' })
 const remote = await createGitRemote(cluster.gitServerUrl, 'fleet')
