@@ -18,7 +18,7 @@ export interface RenderedObject {
   readonly object: Readonly<Record<string, unknown>>
   /** The document or generator entry it came from; undefined when kustomize could not say. */
   readonly origin: Provenance | undefined
-  /** Generated ConfigMap/Secret: data key → file:line of the value. Empty for other objects. */
+  /** ConfigMap/Secret: data key → file:line where its value starts (the values file, literal, env line or data key). Empty for other objects. */
   readonly keyOrigins: Readonly<Record<string, Provenance>>
   /**
    * HelmReleases and chart sources (OCIRepository, HelmChart): where each field under `spec` is written (the resource's document, or a patch
