@@ -7,7 +7,8 @@ import type { GitReader } from '../git/reader.ts'
 import type { Range } from '../git/range.ts'
 import { oneLine, quoted } from '../lib/untrusted.ts'
 import { repositoryKey } from '../render/flux-objects.ts'
-import { isRendered, renderChange, type RenderCache, type RenderedChange, type Unapplied } from '../render/render-change.ts'
+import type { ClusterSpec } from '../core/cluster-list.ts'
+import { clusterRoots, isRendered, RenderCache, renderChange, type RenderChangeOptions, type RenderedChange, type Unapplied } from '../render/render-change.ts'
 import type { Sandbox } from '../sandbox/sandbox.ts'
 import type { Settings } from '../settings.ts'
 import type { RenderCommit } from './discover/run.ts'
@@ -20,6 +21,8 @@ export interface RenderingOptions {
   readonly env: Env
   /** Where the builds run; the module loads on the first one. */
   readonly sandbox: Sandbox
+  /** Shared by every render of the run (a fleet's cluster roots); absent: one per range. */
+  readonly cache?: RenderCache
 }
 
 /** This repository as the GitRepositories that fetch it may spell it, and what said so. */
@@ -42,9 +45,39 @@ export async function thisRepositoryOf(env: Env, git: Pick<GitReader, 'remotes'>
 /** The range rendered at base and head, only what it can have changed (everything under full-sync or from the empty tree). */
 export function renderRangeOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderRange {
   const render = renderResultOf(settings, git, options)
-  return async (range): Promise<RangeReading> => {
-    const { result, repository } = await render(range, settings.clusterRoot)
-    return { rendered: renderedOf(result), reading: readingOf(result, repository, settings.clusterRoot) }
+  return async (range, locate): Promise<RangeReading> => {
+    if (settings.clusterRoot !== undefined) {
+      const { result, repository } = await render(range, settings.clusterRoot)
+      return { rendered: renderedOf(result), reading: readingOf(result, repository, settings.clusterRoot) }
+    }
+    // A repository of several cluster trees: each rendered apart, sharing the commits and kustomize's outputs.
+    const cache = options.cache ?? new RenderCache()
+    try {
+      const trees = await render.roots(range, cache)
+      if (trees.length < 2) {
+        const { result, repository } = await render(range, undefined, cache)
+        return { rendered: renderedOf(result), reading: readingOf(result, repository, undefined) }
+      }
+      if (locate !== undefined) {
+        const own = await locate(trees, (await render.repository()).urls)
+        const { result, repository } = await render(range, own.tree.root, cache)
+        return { rendered: renderedOf(result), reading: `${readingOf(result, repository, own.tree.root)} ${own.reading}`, cluster: own.tree.name }
+      }
+      const clusters = await Promise.all(
+        trees.map(async (tree) => {
+          const { result, repository } = await render(range, tree.root, cache)
+          return { name: tree.name, rendered: renderedOf(result), reading: readingOf(result, repository, tree.root) }
+        }),
+      )
+      const names = trees.map((t) => quoted(t.root)).join(', ')
+      return {
+        rendered: undefined,
+        reading: `Read as Flux applies it, one cluster tree at a time: ${trees.length} cluster trees found (${names}).`,
+        clusters,
+      }
+    } finally {
+      if (options.cache === undefined) await cache.close()
+    }
   }
 }
 
@@ -54,7 +87,7 @@ export type ClusterRenderer = (range: Range, clusterRoot: string | undefined) =>
 /** The range rendered once per cluster root, for the fleet: with `cache` the commits read once and each shared Kustomization built once for every root. */
 export function clusterRendererOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): ClusterRenderer {
   const render = renderResultOf(settings, git, options)
-  return async (range, clusterRoot) => renderedOf((await render(range, clusterRoot)).result)
+  return async (range, clusterRoot) => renderedOf((await render(range, clusterRoot, options.cache)).result)
 }
 
 /** One commit rendered whole, for `discover --from-git`. */
@@ -63,28 +96,38 @@ export function renderCommitOf(settings: Settings, git: GitReader, options: Rend
   return async (head) => renderedOf((await render({ base: undefined, head, fullSync: true, notes: [] }, settings.clusterRoot)).result)?.head
 }
 
-type RenderResult = (range: Range, clusterRoot: string | undefined) => Promise<{ result: RenderedChange | Unapplied; repository: ThisRepository }>
+interface RenderResult {
+  (range: Range, clusterRoot: string | undefined, cache?: RenderCache): Promise<{ result: RenderedChange | Unapplied; repository: ThisRepository }>
+  /** The cluster trees of the range (clusterRoots). */
+  roots(range: Range, cache: RenderCache): Promise<ClusterSpec[]>
+  repository(): Promise<ThisRepository>
+}
 
-function renderResultOf(settings: Settings, git: GitReader, options: RenderingOptions & { readonly cache?: RenderCache }): RenderResult {
-  let repository: Promise<ThisRepository> | undefined
-  return async (range, clusterRoot) => {
-    repository ??= thisRepositoryOf(options.env, git)
+function renderResultOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderResult {
+  let known: Promise<ThisRepository> | undefined
+  const repository = (): Promise<ThisRepository> => (known ??= thisRepositoryOf(options.env, git))
+  const optionsFor = async (range: Range, clusterRoot: string | undefined): Promise<RenderChangeOptions> => {
     const whole = range.fullSync || range.base === undefined
-    const known = await repository
-    // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
-    const result = await renderChange(git, {
+    return {
       base: whole ? undefined : range.base,
       head: range.head,
       changedFiles: [],
-      repositoryUrls: known.urls,
+      repositoryUrls: (await repository()).urls,
       gitRepository: settings.gitRepository,
       clusterRoot,
       sandbox: options.sandbox,
       scope: whole ? 'all' : 'changed',
-      cache: options.cache,
-    })
-    return { result, repository: known }
+    }
   }
+  // renderChange compares the two commits' trees itself: no diff (and no blob read) here.
+  const render = async (range: Range, clusterRoot: string | undefined, cache?: RenderCache) => {
+    const result = await renderChange(git, { ...(await optionsFor(range, clusterRoot)), cache })
+    return { result, repository: await repository() }
+  }
+  return Object.assign(render, {
+    roots: async (range: Range, cache: RenderCache) => clusterRoots(git, { ...(await optionsFor(range, undefined)), cache }),
+    repository,
+  })
 }
 
 function renderedOf(result: RenderedChange | Unapplied): RenderedChange | undefined {

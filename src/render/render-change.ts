@@ -35,7 +35,10 @@ import { changedPaths, Commit, isKustomizationFile, YAML_GLOBS } from './commit.
 import { buildKustomization, kustomizeOutput } from './flux-build.ts'
 import { FLUX_NAMESPACE, isRecord, repositoryKey, type FluxKustomization } from './flux-objects.ts'
 import type { ArtifactEntry, Build, Identity, Producer, RenderChangeOptions, RenderContext, TreeReader } from './render-context.ts'
-import { FLUX_MARK, type FluxScan } from './scan.ts'
+import { FLUX_MARK, type FluxScan, type Written } from './scan.ts'
+import { clusterTrees } from './cluster-trees.ts'
+import type { ClusterSpec } from '../core/cluster-list.ts'
+import { compareText } from '../lib/sort.ts'
 import { BlobStore, Snapshot } from './snapshot.ts'
 import type { SourceTree } from './source-tree.ts'
 import { mentionsIn, substitutesChanged } from './substitution.ts'
@@ -242,11 +245,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
     const declared = written.find((w) => w.value.path === root)
     frontier = [{ k: declared?.value ?? syntheticRoot(root, ctx.identity), file: declared?.file }]
   } else {
-    // Roots: written Kustomizations no other written Kustomization's closure holds.
-    const holds = await Promise.all(written.map(async (w) => ({ w, c: await closure(w.value) })))
-    frontier = written
-      .filter((w) => !holds.some((h) => h.w !== w && h.c !== undefined && h.w.value.sourceRef.kind === 'GitRepository' && inClosure(h.c, w.file)))
-      .map((w) => ({ k: w.value, file: w.file }))
+    frontier = (await rootsOf(written, closure)).map((w) => ({ k: w.value, file: w.file }))
   }
 
   const producers = new Map<string, Producer>()
@@ -335,6 +334,39 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   // Kustomizations written in the repository but reached by no chain from the root are not applied.
   const kustomizations = [...seen].sort()
   return { objects, problems, notRendered, kustomizations, suspended: [...suspended].sort() }
+}
+
+/** Roots: written Kustomizations no other written Kustomization's closure holds. */
+async function rootsOf(
+  written: readonly Written<FluxKustomization>[],
+  closure: (k: FluxKustomization) => Promise<Closure | undefined>,
+): Promise<Written<FluxKustomization>[]> {
+  const holds = await Promise.all(written.map(async (w) => ({ w, c: await closure(w.value) })))
+  return written.filter((w) => !holds.some((h) => h.w !== w && h.c !== undefined && h.w.value.sourceRef.kind === 'GitRepository' && inClosure(h.c, w.file)))
+}
+
+/**
+ * The cluster trees of a range (see clusterTrees), found at head and at base without building
+ * anything: a cluster removed by the range is still one whose deletion is planned.
+ */
+export async function clusterRoots(reader: TreeReader, options: RenderChangeOptions & { readonly cache: RenderCache }): Promise<ClusterSpec[]> {
+  const range = await options.cache.range(reader, options)
+  const identity = repositoryIdentity(options, range.head.scan, range.base?.scan)
+  const found = await Promise.all(
+    [range.head, range.base].map(async (commit) => {
+      if (commit === undefined) return []
+      const written = commit.scan.kustomizations.filter((k) => readsRepository(k.value, identity))
+      const closure = async (k: FluxKustomization): Promise<Closure | undefined> => {
+        const tree = commit.source(k, identity)
+        if (tree === undefined) return undefined
+        const components = Array.isArray(k.spec.components) ? k.spec.components.filter((c): c is string => typeof c === 'string') : []
+        return closureOf(tree.view, k.path, components, range.parsed)
+      }
+      return clusterTrees(await rootsOf(written, closure), commit.scan.gitRepositories, identity.gitRepositories)
+    }),
+  )
+  const byRoot = new Map(found.flat().map((c) => [c.root, c]))
+  return [...byRoot.values()].sort((a, b) => compareText(a.root, b.root))
 }
 
 /**
