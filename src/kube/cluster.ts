@@ -22,6 +22,7 @@ import {
 } from '@kubernetes/client-node'
 import type { ChartSourceRef, LiveSource, ReleaseRef, SourceKind, SourceRef } from '../core/model.ts'
 import { CHART_SOURCE_APIS, toChartSource, type ChartSource } from '../core/chart-source.ts'
+import { BOOTSTRAP_NAME, BOOTSTRAP_NAMESPACE, bootstrapSourceOf, gitRepositoryUrlOf, type FluxBootstrap } from '../core/flux-bootstrap.ts'
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from '../lib/retry.ts'
 import { paginate, type Page } from './paginate.ts'
 import { classify, orUndefined, type Request } from './api-error.ts'
@@ -86,6 +87,8 @@ export interface ClusterClient {
   getKustomizationRevision(namespace: string, name: string): Promise<string | undefined>
   /** An OCIRepository or HelmChart a release's spec.chartRef names; undefined when absent. */
   getChartSource(ref: ChartSourceRef): Promise<ChartSource | undefined>
+  /** What Flux bootstrap syncs in this cluster: the flux-system/flux-system Kustomization's path and its GitRepository's URL; undefined when there is none. */
+  getBootstrap(): Promise<FluxBootstrap | undefined>
   recordEvent(event: ReleaseEvent, options: WriteOptions): Promise<void>
   /**
    * Watches the releases of a namespace from their current state (a watch without
@@ -249,6 +252,26 @@ export function createClusterClient(config: KubeConfig, server: string, options:
       return typeof status === 'object' && status !== null && 'lastAppliedRevision' in status && typeof status.lastAppliedRevision === 'string'
         ? status.lastAppliedRevision
         : undefined
+    },
+
+    async getBootstrap() {
+      const [namespace, name] = [BOOTSTRAP_NAMESPACE, BOOTSTRAP_NAME]
+      const kustomization = await orUndefined(
+        call({ verb: 'get', resource: 'kustomizations', group: 'kustomize.toolkit.fluxcd.io', namespace, name }, (o) =>
+          custom.getNamespacedCustomObject({ group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations', namespace, name }, o),
+        ),
+      )
+      const sync = bootstrapSourceOf(kustomization)
+      if (sync === undefined) return undefined
+      const source = `${sync.kind}/${sync.namespace}/${sync.name}`
+      if (sync.kind !== 'GitRepository' || sync.name === '') return { path: sync.path, source, url: undefined }
+      const ref = { namespace: sync.namespace, name: sync.name }
+      const repository = await orUndefined(
+        call({ verb: 'get', resource: 'gitrepositories', group: 'source.toolkit.fluxcd.io', ...ref }, (o) =>
+          custom.getNamespacedCustomObject({ group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories', ...ref }, o),
+        ),
+      )
+      return { path: sync.path, source, url: gitRepositoryUrlOf(repository) }
     },
 
     getChartSource: (ref) => {

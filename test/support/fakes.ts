@@ -10,6 +10,7 @@ import { TransientError } from '../../src/lib/errors.ts'
 import { toHelmRelease, type HelmRelease } from '../../src/core/helmrelease.ts'
 import type { ChartSourceRef, FileChange, FileContent, HeadFile, ReleaseRef, SourceKind, SourceRef } from '../../src/core/model.ts'
 import { toChartSource, type ChartSource } from '../../src/core/chart-source.ts'
+import type { FluxBootstrap } from '../../src/core/flux-bootstrap.ts'
 import type { Clock } from '../../src/engine/ports.ts'
 import type { OutcomeWaiter, Triggered } from '../../src/engine/outcome.ts'
 import { Status } from '../../src/engine/result.ts'
@@ -236,6 +237,16 @@ export class FakeCluster implements ClusterClient {
 
   async getKustomizationRevision(): Promise<string | undefined> {
     return undefined
+  }
+
+  /** Flux bootstrap's sync as this cluster holds it; undefined: none. */
+  bootstrap: FluxBootstrap | undefined = undefined
+  /** Thrown by the read of the bootstrap (a role without get on it). */
+  bootstrapError: Error | undefined = undefined
+
+  async getBootstrap(): Promise<FluxBootstrap | undefined> {
+    if (this.bootstrapError !== undefined) throw this.bootstrapError
+    return this.bootstrap
   }
 
   /** OCIRepositories and HelmCharts as the API returns them, by "<namespace>/<name>". */

@@ -362,6 +362,9 @@ class ScriptedCluster implements ClusterClient {
   getKustomizationRevision(): never {
     throw new Error('not used by the outcome waiter')
   }
+  getBootstrap(): never {
+    throw new Error('not used by the outcome waiter')
+  }
   getChartSource(): never {
     throw new Error('not used by the outcome waiter')
   }
