@@ -36,6 +36,8 @@ export interface FileProblem {
   /** 1-based line, when known. */
   readonly line?: number
   readonly message: string
+  /** The cluster tree it belongs to, when the repository holds several (`staging` for clusters/staging). */
+  readonly cluster?: string
 }
 
 /** Where a document was found. */
@@ -113,6 +115,8 @@ export type SourceChange = 'added' | 'modified' | 'deleted'
 /** A source whose content changed in the range (or every labelled source under full-sync). */
 export interface PlannedSource extends SourceRef {
   readonly id: SourceId
+  /** The cluster tree it belongs to, when the repository holds several (`staging` for clusters/staging). */
+  readonly cluster?: string
   readonly change: SourceChange
   /**
    * Unkeyed digest at head; absent for deleted sources, and for a Secret in a plan read from a
@@ -170,6 +174,8 @@ export interface PlannedRead {
  */
 export interface PlannedRelease extends ReleaseRef {
   readonly sources: readonly PlannedRead[]
+  /** The cluster tree it belongs to, when the repository holds several (`staging` for clusters/staging). */
+  readonly cluster?: string
   readonly spec?: SpecChange
   /** The chart source its spec.chartRef names changed: the new chart is that source's next artifact. */
   readonly chart?: ChartChange

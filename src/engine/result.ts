@@ -85,6 +85,8 @@ export function reasonOf(text: string): Reason {
 }
 
 export interface ReleaseResult extends ReleaseRef {
+  /** The cluster tree it belongs to, when the repository holds several (`staging` for clusters/staging). */
+  readonly cluster?: string
   /** The changed sources it read, each with where the key it reads was edited (when known); a Secret's digest is never in a result. */
   readonly sources: readonly { readonly id: SourceId; readonly digest?: Digest; readonly origin?: Origin }[]
   /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */
@@ -124,6 +126,8 @@ export interface TriggerReport {
   /** Said in the summary: fallbacks taken, things worth knowing. */
   readonly notes: readonly string[]
   readonly problems: readonly FileProblem[]
+  /** The repository holds several cluster trees: the ones this report covers (a plan-only run: each with work gets a section). */
+  readonly clusters?: readonly string[]
 }
 
 export const FAILED: ReadonlySet<Status> = new Set([Status.Failed, Status.TimedOut])

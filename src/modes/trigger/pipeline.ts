@@ -31,6 +31,8 @@ import {
   type SourceId,
 } from '../../core/model.ts'
 import { parseInParallel } from '../../git/parse-pool.ts'
+import { clusteredPlan, clusterKey, inCluster } from '../../core/cluster-plan.ts'
+import { clusterLocator, type LocateCluster } from './own-cluster.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
@@ -64,9 +66,21 @@ export interface RangeReading {
   readonly rendered: RenderedChange | undefined
   /** Which way the repository was read and why: one sentence, always in the run's notes. */
   readonly reading: string
+  /** The repository holds several clusters' trees and `rendered` is this one's (found by `locate`). */
+  readonly cluster?: string
+  /** The repository holds several clusters' trees and no cluster said which is its own: each rendered apart. */
+  readonly clusters?: readonly ClusterReading[]
 }
 
-export type RenderRange = (range: Range) => Promise<RangeReading>
+/** One cluster tree's range, rendered apart from the others'. */
+export interface ClusterReading {
+  readonly name: string
+  readonly rendered: RenderedChange | undefined
+  readonly reading: string
+}
+
+/** `locate`: a run that talks to a cluster says which of several cluster trees is its own. */
+export type RenderRange = (range: Range, locate?: LocateCluster) => Promise<RangeReading>
 
 export interface TriggerDeps {
   readonly git: GitReader
@@ -88,6 +102,8 @@ export interface PreparedPlan {
   readonly rendered?: RenderedChange
   /** A rendered plan read back from a fleet plan file: the releases its rendered commit held (`namespace/name`). */
   readonly knownReleases?: readonly string[]
+  /** The repository holds several cluster trees: the one planned (a run that found its cluster), or each (plan only). */
+  readonly clusters?: readonly string[]
 }
 
 /** The plan's options, from the settings. */
@@ -114,20 +130,41 @@ function attributionOf(settings: TriggerRunOptions, context: RunContext, head: s
   return { attribution: { commit: head, ...(changeRequest === undefined ? {} : { changeRequest }) } }
 }
 
-/** Steps 1–2: the range and the pure plan. Needs git only; `plan` in the CLI stops here. */
-export async function preparePlan(settings: TriggerRunOptions, context: RunContext, git: GitReader, render?: RenderRange): Promise<PreparedPlan> {
+/**
+ * Steps 1–2: the range and the pure plan. Needs git only (`plan` in the CLI stops here), unless
+ * `locate` is given: then, in a repository of several cluster trees, the cluster says which is its own.
+ */
+export async function preparePlan(
+  settings: TriggerRunOptions,
+  context: RunContext,
+  git: GitReader,
+  render?: RenderRange,
+  locate?: LocateCluster,
+): Promise<PreparedPlan> {
   const range = await rangeOf(settings, context, git)
   // Where Flux Kustomizations apply the repository, its objects are what they render to.
-  const read = render === undefined ? undefined : await render(range)
+  const read = render === undefined ? undefined : await render(range, locate)
+  const options = planOptionsOf(settings)
+  if (read?.clusters !== undefined) {
+    const parts = read.clusters.map((c) => ({ name: c.name, rendered: c.rendered, plan: noting(planOf(c.rendered, range, options), c.reading) }))
+    return { range, plan: noting(clusteredPlan(parts), read.reading), headFiles: [], clusters: parts.map((p) => p.name) }
+  }
   const rendered = read?.rendered
   if (rendered !== undefined && rendered.head.kustomizations.length > 0) {
-    const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options: planOptionsOf(settings) })
-    return { range, plan: noting(plan, read?.reading), headFiles: [], rendered }
+    const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options })
+    const named = read?.cluster === undefined ? plan : inCluster(plan, read.cluster)
+    return { range, plan: noting(named, read?.reading), headFiles: [], rendered, ...(read?.cluster === undefined ? {} : { clusters: [read.cluster] }) }
   }
   const filter = pathFilter(settings.paths)
   const { changes, headFiles } = await git.changeAndHead({ base: range.base, head: range.head, filter, withChanges: !range.fullSync })
   const input = { changes, headFiles, fullSync: range.fullSync, options: planOptionsOf(settings) }
   return { range, plan: noting(planChanges({ ...input, parsed: await parseInParallel(input) }), read?.reading), headFiles }
+}
+
+/** A cluster tree's plan: nothing when no Flux Kustomization of it reads this repository. */
+function planOf(rendered: RenderedChange | undefined, range: Range, options: PlanOptions): Plan {
+  if (rendered === undefined) return { sources: [], releases: [], problems: [] }
+  return planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options })
 }
 
 /** The plan with how the repository was read as its first note. */
@@ -145,13 +182,28 @@ export function rangeOf(settings: TriggerRunOptions, context: RunContext, git: G
 
 /** A report of the plan alone: nothing read from or written to a cluster. */
 export function planReport(prepared: PreparedPlan, settings: TriggerRunOptions, why: string): TriggerReport {
-  const { range, plan } = prepared
+  const { range, plan, clusters } = prepared
   const notes = [...range.notes, ...(plan.notes ?? [])]
-  return { range, plan, planOnly: why, dryRun: settings.dryRun, notes, problems: plan.problems, sources: [], results: withChanges(planned(plan), plan) }
+  const results = withChanges(planned(plan), plan)
+  return {
+    range,
+    plan,
+    planOnly: why,
+    dryRun: settings.dryRun,
+    notes,
+    problems: plan.problems,
+    sources: [],
+    results,
+    ...(clusters === undefined ? {} : { clusters }),
+  }
 }
 
 export async function runTrigger(settings: TriggerRunOptions, context: RunContext, deps: TriggerDeps): Promise<TriggerReport> {
-  return executePlan(await preparePlan(settings, context, deps.git, deps.render), settings, context, deps)
+  // One connection for the run: finding its cluster tree and triggering share it.
+  let connected: Promise<ClusterClient> | undefined
+  const connect = (): Promise<ClusterClient> => (connected ??= deps.connect())
+  const locate = context.refused === undefined ? clusterLocator(connect) : undefined
+  return executePlan(await preparePlan(settings, context, deps.git, deps.render, locate), settings, context, { ...deps, connect })
 }
 
 /** Steps 3–7 on a plan made here or read back from a fleet plan file (never planned again). */
@@ -161,6 +213,17 @@ export async function executePlan(
   context: RunContext,
   deps: Omit<TriggerDeps, 'git'>,
 ): Promise<TriggerReport> {
+  const { clusters } = prepared
+  if (context.refused !== undefined || clusters === undefined) return executeOn(prepared, settings, context, deps)
+  const [cluster, ...others] = clusters
+  // A cluster is one tree: a plan of several (read without a cluster to tell which) is never executed.
+  if (cluster === undefined || others.length > 0)
+    throw new ConfigurationError(`The plan covers ${clusters.length} cluster trees; a trigger run executes one: set the cluster-root input.`)
+  const report = await executeOn(prepared, settings, context, deps)
+  return { ...report, results: report.results.map((r) => ({ ...r, cluster })), clusters }
+}
+
+async function executeOn(prepared: PreparedPlan, settings: TriggerRunOptions, context: RunContext, deps: Omit<TriggerDeps, 'git'>): Promise<TriggerReport> {
   const keys = keysFor(settings.annotationPrefix)
   const { range, rendered } = prepared
   let plan = prepared.plan
@@ -296,9 +359,9 @@ async function keySecretReads(cluster: ClusterClient, plan: Plan, key: DigestKey
 
 /** Each result of a release whose spec or chart source changed says which fields, where, and the chart fetched. */
 function withChanges(results: readonly ReleaseResult[], plan: Plan, revisions: ReadonlyMap<string, string> = new Map()): ReleaseResult[] {
-  const planned = new Map(plan.releases.map((r) => [releaseKey(r), r]))
+  const planned = new Map(plan.releases.map((r) => [clusterKey(r, releaseKey(r)), r]))
   return results.map((r) => {
-    const { spec, chart } = planned.get(releaseKey(r)) ?? {}
+    const { spec, chart } = planned.get(clusterKey(r, releaseKey(r))) ?? {}
     const revision = chart === undefined ? undefined : revisions.get(chartSourceId(chart))
     return {
       ...r,
@@ -495,6 +558,7 @@ function planned(plan: Plan): ReleaseResult[] {
   return plan.releases.map((r) => ({
     namespace: r.namespace,
     name: r.name,
+    ...(r.cluster === undefined ? {} : { cluster: r.cluster }),
     sources: r.sources,
     status: Status.Planned,
     reason: SkipReason.PlanOnly,

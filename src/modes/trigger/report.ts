@@ -12,6 +12,7 @@ import type { FailOn } from '../../settings.ts'
 import { shownDigest } from '../../core/digest.ts'
 import type { Annotation, ModeResult } from '../mode.ts'
 import type { Digest, SourceId } from '../../core/model.ts'
+import { clusterSections, quietClusters, underCluster } from './cluster-sections.ts'
 
 export const ICON: Readonly<Record<Status, string>> = {
   Triggered: '🚀',
@@ -27,6 +28,8 @@ export const ICON: Readonly<Record<Status, string>> = {
 const TRIGGERED: ReadonlySet<Status> = new Set([Status.Triggered, Status.Upgraded, Status.Unchanged, Status.DryRun])
 
 export interface OutputEntry extends ReleaseRef {
+  /** The cluster tree, when the repository holds several. */
+  readonly cluster?: string
   readonly status: Status
   readonly token?: string
   readonly sources: readonly string[]
@@ -47,6 +50,7 @@ export interface Outputs {
 
 export function outputsOf(report: TriggerReport): Outputs {
   const entry = (r: ReleaseResult): OutputEntry => ({
+    ...(r.cluster === undefined ? {} : { cluster: r.cluster }),
     namespace: r.namespace,
     name: r.name,
     status: r.status,
@@ -71,7 +75,9 @@ function planJson(report: TriggerReport, range: Range): unknown {
     base: range.base ?? null,
     head: range.head,
     fullSync: range.fullSync,
+    ...(report.clusters === undefined ? {} : { clusters: report.clusters }),
     sources: report.plan.sources.map((s) => ({
+      ...(s.cluster === undefined ? {} : { cluster: s.cluster }),
       id: s.id,
       change: s.change,
       // A Secret's digest is never published, not even keyed: anyone reading outputs could test guesses of an unkeyed one.
@@ -86,6 +92,7 @@ function planJson(report: TriggerReport, range: Range): unknown {
       targets: s.targets.map((t) => ({ namespace: t.namespace, name: t.name, reasons: t.reasons })),
     })),
     releases: report.plan.releases.map((r) => ({
+      ...(r.cluster === undefined ? {} : { cluster: r.cluster }),
       namespace: r.namespace,
       name: r.name,
       sources: r.sources.map((s) => ({
@@ -143,6 +150,23 @@ export function summaryMarkdown(report: TriggerReport): string {
   if (report.range !== undefined) lines.push('', `Range: ${rangeText(report.range)}`)
   for (const note of report.notes) lines.push('', `> ${cell(note)}`)
   if (report.planOnly !== undefined) lines.push('', `_${cell(report.planOnly)}_`)
+  for (const { cluster, report: part } of clusterSections(report)) {
+    if (cluster !== undefined) lines.push('', `### Cluster ${code(cluster)}`)
+    lines.push(...underCluster(summaryBody(part), cluster))
+  }
+  lines.push(...quietLine(report))
+  return `${lines.join('\n')}\n`
+}
+
+/** The clusters planned without work, in one line. */
+export function quietLine(report: TriggerReport): string[] {
+  const quiet = quietClusters(report)
+  if (quiet.length === 0) return []
+  return ['', `_Nothing to trigger in ${quiet.length === 1 ? 'cluster' : 'clusters'} ${quiet.map((c) => code(c)).join(', ')}._`]
+}
+
+function summaryBody(report: TriggerReport): string[] {
+  const lines: string[] = []
   if (report.range !== undefined) lines.push('', ...planTable(report.plan), ...specTable(report.plan.releases))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
   const values = valueChanges(report.plan.sources)
@@ -157,7 +181,7 @@ export function summaryMarkdown(report: TriggerReport): string {
       ...report.problems.map((p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`),
     )
   }
-  return `${lines.join('\n')}\n`
+  return lines
 }
 
 function planTable(plan: TriggerReport['plan']): string[] {
@@ -295,6 +319,17 @@ export function textReport(report: TriggerReport): string {
   const range = report.range === undefined ? [] : [`range: ${rangeText(report.range).replaceAll('`', '')}`]
   const out: string[] = [`helmrelease-trigger: ${headline(report)}`, ...range, ...report.notes.map((n) => `note: ${n}`)]
   if (report.planOnly !== undefined) out.push(report.planOnly)
+  for (const { cluster, report: part } of clusterSections(report)) {
+    if (cluster !== undefined) out.push('', `== cluster ${oneLine(cluster)} ==`)
+    out.push(...textBody(part))
+  }
+  const quiet = quietClusters(report)
+  if (quiet.length > 0) out.push('', `nothing to trigger in ${quiet.length === 1 ? 'cluster' : 'clusters'} ${quiet.map((c) => oneLine(c)).join(', ')}`)
+  return `${out.join('\n')}\n`
+}
+
+function textBody(report: TriggerReport): string[] {
+  const out: string[] = []
   const header = ['SOURCE', 'CHANGE', 'DIGEST', 'FILE', 'TARGETS']
   const sourceRows = report.plan.sources.map((s) => [
     s.id,
@@ -322,7 +357,7 @@ export function textReport(report: TriggerReport): string {
   }
   for (const s of report.sources.filter((x) => !x.applied)) out.push(`error: ${s.message}`)
   for (const p of report.problems) out.push(`${p.severity}: ${location(p)}: ${p.message}`)
-  return `${out.join('\n')}\n`
+  return out
 }
 
 /** Trigger's (and plan's, recover's, a cluster part's) result for the action and the CLI. */
@@ -333,7 +368,7 @@ export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult
     log: [
       // Why nothing was written (a fork, a pull request), when the headline counts planned releases instead.
       ...(report.planOnly !== undefined && report.results.length > 0 ? [report.planOnly] : []),
-      ...report.results.map((r) => `  ${r.namespace}/${r.name}: ${r.status} (${r.reason}) ${r.message}`),
+      ...report.results.map((r) => `  ${inClusterText(r, releaseKey(r))}: ${r.status} (${r.reason}) ${r.message}`),
     ],
     outputs: {
       triggered: JSON.stringify(outputs.triggered),
@@ -349,7 +384,18 @@ export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult
   }
 }
 
+/** A line about an entry, prefixed with its cluster when the repository holds several. */
+export function inClusterText(entry: { readonly cluster?: string }, text: string): string {
+  return entry.cluster === undefined ? text : `cluster ${oneLine(entry.cluster)}: ${text}`
+}
+
 /** A manifest problem on its file and line. */
 export function problemAnnotation(p: FileProblem): Annotation {
-  return { severity: p.severity, title: 'helmrelease-trigger', message: p.message, file: p.file, ...(p.line === undefined ? {} : { line: p.line }) }
+  return {
+    severity: p.severity,
+    title: 'helmrelease-trigger',
+    message: inClusterText(p, p.message),
+    file: p.file,
+    ...(p.line === undefined ? {} : { line: p.line }),
+  }
 }

@@ -8,7 +8,8 @@ import type { CheckAnnotation, CheckConclusion, Verdict } from '../../github/rep
 import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
-import { failureOf, fieldList, planHeadline, resultTable, valueChanges } from './report.ts'
+import { clusterSections, underCluster } from './cluster-sections.ts'
+import { failureOf, fieldList, inClusterText, planHeadline, quietLine, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
   readonly failOn: FailOn
@@ -33,20 +34,24 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
     ...report.notes.map((n) => `> ${cell(n)}`),
     ...(report.planOnly === undefined ? [] : [`_${cell(report.planOnly)}_`]),
   ]
-  const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET)
-  const values = fit(valueChanges(report.plan.sources), VALUES_BUDGET)
-  const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
-  const problems = report.problems.map(
-    (p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`,
-  )
+  // Several clusters share the room a comment and a check have.
+  const sections = clusterSections(report)
+  const share = Math.max(1, sections.length)
   const body = [
     ...section(notes),
-    ...section(releases),
-    ...section(values),
-    ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
-    ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
+    ...sections.flatMap(({ cluster, report: part }) => [
+      ...section(cluster === undefined ? [] : [`### Cluster ${code(cluster)}`]),
+      ...underCluster(outcomeSection(part, share), cluster),
+    ]),
+    ...section(quietLine(report).slice(1)),
   ]
-  const plan = report.planOnly === undefined ? [] : planSection(report.plan)
+  const plan =
+    report.planOnly === undefined
+      ? []
+      : sections.flatMap(({ cluster, report: part }) => [
+          ...section(cluster === undefined ? [] : [`### Plan for cluster ${code(cluster)}`]),
+          ...underCluster(planSection(part.plan, share), cluster),
+        ])
   const summary = join([...body, ...section(run === '' ? [] : [run])])
   const comment = join([
     `### ${ICON[conclusion]} helmrelease-trigger: ${cell(title)}`,
@@ -56,6 +61,22 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
     ...section(plan),
   ])
   return { conclusion, title, summary, text: join(plan), annotations: annotationsOf(report), comment }
+}
+
+/** What happened to each release, the values changed, and the problems: the check's and the comment's body, for one cluster or all. */
+function outcomeSection(report: TriggerReport, share: number): string[] {
+  const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET / share)
+  const values = fit(valueChanges(report.plan.sources), VALUES_BUDGET / share)
+  const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
+  const problems = report.problems.map(
+    (p) => `- ${p.severity === 'error' ? '❌' : p.severity === 'warning' ? '⚠️' : 'ℹ️'} ${code(location(p))} ${cell(p.message)}`,
+  )
+  return [
+    ...section(releases),
+    ...section(values),
+    ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
+    ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
+  ]
 }
 
 /** A run that ended before it had a report: the check and the comment say why. */
@@ -112,7 +133,7 @@ function conclusionOf(report: TriggerReport, failOn: FailOn): CheckConclusion {
 }
 
 /** The plan of a pull request: which release each changed source would trigger, and why; and the releases whose own spec or chart source changed. */
-function planSection(plan: TriggerReport['plan']): string[] {
+function planSection(plan: TriggerReport['plan'], share = 1): string[] {
   const rows = [
     ...plan.sources.flatMap((s) =>
       s.targets.map((t) => `| ${code(releaseKey(t))} | ${code(s.id)} | ${s.change} | ${t.reasons.map(reasonText).join(', ')} | ${code(location(s.origin))} |`),
@@ -131,7 +152,7 @@ function planSection(plan: TriggerReport['plan']): string[] {
     ]),
   ]
   if (rows.length === 0) return ['### Plan', '', 'No release would be triggered.']
-  return fit(['### Plan', '', '| Release | Source | Change | Why | File |', '| --- | --- | --- | --- | --- |', ...rows], TABLE_BUDGET)
+  return fit(['### Plan', '', '| Release | Source | Change | Why | File |', '| --- | --- | --- | --- | --- |', ...rows], TABLE_BUDGET / share)
 }
 
 function reasonText(reason: string): string {
@@ -146,7 +167,7 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
       path: s.origin.file,
       startLine: s.origin.line,
       level: 'notice',
-      title: `${s.id} ${s.change}`,
+      title: inClusterText(s, `${s.id} ${s.change}`),
       message: [
         s.targets.length === 0 ? 'triggers no HelmRelease' : `triggers ${s.targets.map(releaseKey).join(', ')}`,
         ...((s.keyChanges ?? []).length === 0
@@ -162,7 +183,7 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
             path: r.spec.origin.file,
             startLine: r.spec.origin.line,
             level: 'notice',
-            title: `HelmRelease ${releaseKey(r)} spec ${r.spec.change}`,
+            title: inClusterText(r, `HelmRelease ${releaseKey(r)} spec ${r.spec.change}`),
             message: `${r.spec.fields.join(', ')} changed: helm-controller upgrades it on the new generation; the run waits for it`,
           },
         ],
@@ -187,7 +208,7 @@ function annotationsOf(report: TriggerReport): CheckAnnotation[] {
     startLine: p.line ?? 1,
     level: p.severity === 'error' ? 'failure' : p.severity === 'warning' ? 'warning' : 'notice',
     title: 'helmrelease-trigger',
-    message: p.message,
+    message: inClusterText(p, p.message),
   }))
   return [...sources, ...specs, ...chartNotes, ...problems].slice(0, MAX_ANNOTATIONS)
 }
