@@ -4,13 +4,17 @@
 // plan writes, the kubeconfig comes from the secret the entry names, and each cluster job sits in
 // a concurrency group of its own cluster that never cancels a running rollout.
 
-import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseDocument } from 'yaml'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { secretName } from '../../src/core/cluster-list.ts'
 import type { ClusterPlan, FleetPlan } from '../../src/modes/fleet/fleet-plan.ts'
 import { fleetPlanOutputs, waveOutput } from '../../src/modes/fleet/fleet-plan-report.ts'
+import { readResultFile } from '../../src/modes/fleet/fleet-result.ts'
+import { gatherResults } from '../../src/modes/fleet/rollout.ts'
 
 const root = join(import.meta.dirname, '..', '..')
 type Json = Record<string, unknown>
@@ -113,5 +117,72 @@ describe('fleet.yml is fed by the plan', () => {
     const step = steps(summary).find(ours) ?? {}
     expect(record(step['with'])['mode']).toBe('fleet-summary')
     expect(record(step['with'])['plan-file']).toBe(record(planStep['with'])['plan-file'])
+  })
+})
+
+describe('fleet.yml: a cluster job that fails leaves a result', () => {
+  const temp = mkdtempSync(join(tmpdir(), 'hrt-fleet-workflow-'))
+  afterAll(() => rmSync(temp, { recursive: true, force: true }))
+  const entry = { cluster: 'prod-eu', secret: secretName('prod-eu'), wave: 3 }
+
+  /** The fallback step of a wave job, run by bash as the runner runs it, with the given outcomes of the steps before it. */
+  function runFallback(job: Json, outcomes: Readonly<Record<string, string>>): string {
+    const all = steps(job)
+    const step = all.find((s) => String(s['if']).includes('failure()')) ?? {}
+    const values: Record<string, string> = { 'runner.temp': temp, ...Object.fromEntries(Object.entries(entry).map(([k, v]) => [`matrix.${k}`, String(v)])) }
+    for (const s of all) if (typeof s['id'] === 'string') values[`steps.${s['id']}.outcome`] = outcomes[s['id']] ?? 'success'
+    const env = Object.fromEntries(
+      Object.entries(record(step['env'])).map(([name, value]) => [
+        name,
+        String(value).replace(/\$\{\{\s*([\w.-]+)\s*\}\}/g, (_, expression: string) => {
+          const v = values[expression]
+          if (v === undefined) throw new Error(`${name} reads ${expression}, which this test does not know`)
+          return v
+        }),
+      ]),
+    )
+    execFileSync('bash', ['-e', '-c', String(step['run'])], { env: { PATH: process.env['PATH'] ?? '', ...env } })
+    return String(env['RESULT'])
+  }
+
+  it.each(waveJobs)('%s: runs after the trigger step and before the upload, writing where the upload reads', (id) => {
+    const all = steps(record(jobs[id]))
+    const at = (test: (s: Json) => boolean) => all.findIndex(test)
+    const fallback = at((s) => String(s['if']).includes('failure()'))
+    const upload = at((s) => String(s['uses']).startsWith('actions/upload-artifact@'))
+    expect(fallback).toBeGreaterThan(at(ours))
+    expect(upload).toBeGreaterThan(fallback)
+    expect(record(all[fallback]?.['env'])['RESULT']).toBe(record(all[upload]?.['with'])['path'])
+    expect(record(all[at(ours)]?.['with'])['result-file']).toBe(record(all[upload]?.['with'])['path'])
+  })
+
+  it.each(waveJobs)('%s: a missing kubeconfig secret is a Failed result naming the secret, which the summary shows', (id) => {
+    const file = runFallback(record(jobs[id]), { kubeconfig: 'failure', trigger: 'skipped' })
+    const result = readResultFile(readFileSync(file, 'utf8'), file)
+    expect(result).toMatchObject({ cluster: 'prod-eu', wave: 3, state: 'Failed', results: [] })
+    expect(result.message).toContain('Secret KUBECONFIG_PROD_EU is empty or not passed')
+    const gathered = gatherResults(PLAN, [result])
+    expect(gathered.find((c) => c.cluster === 'prod-eu')).toMatchObject({ state: 'Failed', message: result.message })
+    rmSync(file)
+  })
+
+  it.each(waveJobs)("%s: the plan's download failing says so; a result the trigger step wrote is kept", (id) => {
+    const job = record(jobs[id])
+    const file = runFallback(job, { plan: 'failure', kubeconfig: 'skipped', trigger: 'skipped' })
+    expect(readResultFile(readFileSync(file, 'utf8'), file).message).toContain('plan artifact')
+    const own = readFileSync(file, 'utf8').replace('"Failed"', '"Succeeded"')
+    writeFileSync(file, own)
+    runFallback(job, { trigger: 'failure' })
+    expect(readFileSync(file, 'utf8')).toBe(own)
+    rmSync(file)
+    expect(existsSync(file)).toBe(false)
+  })
+  it('examples/fleet-matrix.yml: its cluster job leaves a Failed result the same way', () => {
+    const job = record(record(yaml('examples/fleet-matrix.yml')['jobs'])['trigger'])
+    const file = runFallback(job, {})
+    expect(readResultFile(readFileSync(file, 'utf8'), file)).toMatchObject({ cluster: 'prod-eu', wave: 3, state: 'Failed' })
+    const upload = steps(job).find((s) => String(s['uses']).startsWith('actions/upload-artifact@'))
+    expect(file).toBe(String(record(upload?.['with'])['path']).replace('${{ runner.temp }}', temp).replace('${{ matrix.cluster }}', 'prod-eu'))
+    rmSync(file)
   })
 })

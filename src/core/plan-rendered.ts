@@ -12,6 +12,7 @@ import { addedKeys, keyChanges } from './key-changes.ts'
 import { isDnsLabel, isDnsSubdomain, keysFor, type Keys } from './keys.ts'
 import { isEncrypted } from './manifest.ts'
 import { mayTarget, refusedTargetMessage } from './namespace-rule.ts'
+import { untargetedProblem } from './untargeted-source.ts'
 import { byReleaseKey, chartSourceId, releaseKey, sourceId } from './model.ts'
 import { compareText } from '../lib/sort.ts'
 import { quoted } from '../lib/untrusted.ts'
@@ -545,7 +546,7 @@ function planSource(candidate: Candidate, scope: SourceScope): PlannedWithReads 
     problems:
       refusals.length > 0 && merged.length === 0
         ? refusals
-        : [...refusals, ...untargeted(now, merged, annotated.length + discovered.length, edits, scope.context)],
+        : [...refusals, ...untargeted(now, merged, scope.consumers.get(now.id) ?? [], annotated.length + discovered.length, edits, scope.context)],
   }
 }
 
@@ -636,21 +637,25 @@ function renderProblems(head: RenderedRepository): FileProblem[] {
   }))
 }
 
-function untargeted(source: Source, targets: readonly PlannedTarget[], candidates: number, edits: readonly KeyEdit[], context: Context): FileProblem[] {
+function untargeted(
+  source: Source,
+  targets: readonly PlannedTarget[],
+  readers: readonly Reader[],
+  candidates: number,
+  edits: readonly KeyEdit[],
+  context: Context,
+): FileProblem[] {
   if (targets.length > 0) return []
-  const at = edits[0] ?? source.origin
   if (candidates > 0) {
     // Read, but not the keys that changed: helm-controller would compose the same values.
+    const at = edits[0] ?? source.origin
     const changed = edits.map((e) => e.key).join(', ')
     const message = `${source.id} changed only keys no HelmRelease reads (${changed || 'none'}); nothing to trigger`
     return [{ severity: 'notice', file: at.file, line: at.line, message }]
   }
-  if (!source.labelled) return []
-  const { targetNames } = context.keys
-  const how = context.options.discover
-    ? `name them in ${targetNames}, or reference it from a HelmRelease's spec.valuesFrom`
-    : `name them in ${targetNames} (discover is off, so spec.valuesFrom is not searched)`
-  return [{ severity: 'warning', file: at.file, line: at.line, message: `${source.id} triggers no HelmRelease: ${how}` }]
+  // Said where the object is defined, as discover --from-git says it: the label or annotation is fixed there.
+  const problem = untargetedProblem(source, new Set(readers.map((r) => releaseKey(r.release))).size, { keys: context.keys, discover: context.options.discover })
+  return problem === undefined ? [] : [problem]
 }
 
 function deletedButRead(sources: readonly PlannedSource[], consumers: ReadonlyMap<SourceId, readonly Reader[]>): FileProblem[] {

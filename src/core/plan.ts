@@ -11,6 +11,7 @@ import { isKustomizationFile, parseManifestFile, resolveRelease, resolveSource }
 import type { ManifestFile, ManifestOptions } from './manifest.ts'
 import { byReleaseKey, releaseKey, sourceId } from './model.ts'
 import { mayTarget, refusedTargetMessage, type CrossNamespaceTargets } from './namespace-rule.ts'
+import { untargetedPrefix, untargetedProblem } from './untargeted-source.ts'
 import { compareText } from '../lib/sort.ts'
 import type {
   FileChange,
@@ -84,7 +85,7 @@ export function planChanges(input: PlanInput): Plan {
   const problems = [
     ...files.problems,
     ...duplicateProblems(head.defs, files.reportable),
-    ...planned.flatMap(({ candidate, source }) => [...refusedTargetProblems(candidate, context), ...untargetedProblems(candidate, source.targets, context)]),
+    ...candidates.flatMap((candidate) => [...refusedTargetProblems(candidate, context), ...untargetedProblems(candidate, context)]),
     ...deletedButReadProblems(sources, consumers),
   ]
   return finishPlan(sources, problems)
@@ -568,8 +569,6 @@ function mergeTargets(targets: readonly PlannedTarget[]): PlannedTarget[] {
 // ---------------------------------------------------------------------------------------
 // Problems the plan itself finds
 
-const untargetedPrefix = (id: SourceId): string => `${id} triggers no HelmRelease`
-
 /** Annotated targets outside the source's namespace that cross-namespace-targets does not allow: one warning each. */
 function refusedTargetProblems(candidate: Candidate, context: TargetContext): FileProblem[] {
   if (candidate.change === 'deleted' || !candidate.head.labelled) return []
@@ -579,17 +578,12 @@ function refusedTargetProblems(candidate: Candidate, context: TargetContext): Fi
     .map((ref) => ({ severity: 'warning', file: head.origin.file, line: head.origin.line, message: refusedTargetMessage(candidate.id, ref, head.namespace) }))
 }
 
-/** A labelled source that triggers nothing is a mistake; an unlabelled one is a config nobody reads. */
-function untargetedProblems(candidate: Candidate, targets: readonly PlannedTarget[], context: TargetContext): FileProblem[] {
-  if (candidate.change === 'deleted' || !candidate.head.labelled || targets.length > 0) return []
-  // Refused targets were said already.
-  if (candidate.head.annotatedTargets.length > 0) return []
-  const { targetNames } = context.keys
-  const how = context.discover
-    ? `name them in ${targetNames}, or reference it from a HelmRelease's spec.valuesFrom`
-    : `name them in ${targetNames} (discover is off, so spec.valuesFrom is not searched)`
-  const { origin } = candidate.head
-  return [{ severity: 'warning', file: origin.file, line: origin.line, message: `${untargetedPrefix(candidate.id)}: ${how}` }]
+/** A labelled source that triggers nothing is a mistake (see untargeted-source.ts); an unlabelled one is a config nobody reads. */
+function untargetedProblems(candidate: Candidate, context: TargetContext): FileProblem[] {
+  if (candidate.change === 'deleted') return []
+  const { head } = candidate
+  const problem = untargetedProblem({ ...head, id: candidate.id }, context.consumers.get(candidate.id)?.length ?? 0, context)
+  return problem === undefined ? [] : [problem]
 }
 
 const originKey = (origin: Origin): string => `${origin.file}\0${origin.line}`

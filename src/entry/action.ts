@@ -9,8 +9,9 @@ import { clusterRefused } from '../github/policy.ts'
 import { parseSettings } from '../settings.ts'
 import type { RunContext } from '../modes/trigger/pipeline.ts'
 import type { Logger } from '../engine/ports.ts'
-import { plainText } from '../lib/untrusted.ts'
+import { plainText, withoutSecrets } from '../lib/untrusted.ts'
 import { createSandbox, type Sandbox } from '../sandbox/sandbox.ts'
+import { writeUnreportedResult } from '../modes/fleet/run.ts'
 import { MODES } from './modes.ts'
 import type { EntryPorts } from './entry-ports.ts'
 import { publish, publishError, say } from './publish.ts'
@@ -48,10 +49,25 @@ export async function run(env: Env = process.env): Promise<void> {
     }
     await publish(await MODES[settings.mode].run(settings, ports), env)
   } catch (error) {
+    await unreported(messageOf(error))
     await publishError(messageOf(error), env)
   } finally {
     await sandbox?.close()
   }
+}
+
+/**
+ * A fleet's cluster job that failed before its part ran (an input it could not read) still leaves
+ * its Failed result, so the fleet summary says why. A result already written is kept.
+ */
+async function unreported(message: string): Promise<void> {
+  const file = core.getInput('result-file')
+  const cluster = core.getInput('cluster')
+  if (file === '' || cluster === '') return
+  const secrets = [core.getInput('kubeconfig'), core.getInput('github-token')]
+  await writeUnreportedResult(file, cluster, withoutSecrets(message, secrets)).catch((error: unknown) =>
+    core.warning(plainText(`Cannot write the result file ${file}: ${messageOf(error)}.`)),
+  )
 }
 
 function runUrl(env: Env): string | undefined {

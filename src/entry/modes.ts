@@ -7,6 +7,7 @@ import type { ClusterClient } from '../kube/cluster.ts'
 import { createOutcomeWaiter } from '../engine/outcome.ts'
 import { systemClock } from '../engine/ports.ts'
 import { messageOf } from '../lib/errors.ts'
+import { withoutSecrets } from '../lib/untrusted.ts'
 import type { ModeName } from '../modes/mode.ts'
 import type { EntryMode, EntryPorts } from './entry-ports.ts'
 import { watch } from './watch-mode.ts'
@@ -31,7 +32,18 @@ const trigger: EntryMode = {
     const deps = { clock: systemClock, log: ports.log, outcome: createOutcomeWaiter({ clock: systemClock, log: ports.log }) }
     // One cluster's part of a fleet plan: the fleet summary is its report, not a check per cluster.
     if (settings.planFile !== undefined || settings.cluster !== undefined) {
-      const { report } = await runClusterPart(settings, ports.context, { ...deps, git: ports.git, connect: clusterIn(settings, ports) })
+      // The result file leaves the job, where no mask applies: what the log masks is taken out of it.
+      const masked: string[] = [settings.kubeconfig ?? '', settings.githubToken ?? '']
+      const mask = (secret: string): void => {
+        masked.push(secret)
+        ports.mask(secret)
+      }
+      const { report } = await runClusterPart(settings, ports.context, {
+        ...deps,
+        git: ports.git,
+        connect: clusterIn(settings, { ...ports, mask }),
+        redact: (text) => withoutSecrets(text, masked),
+      })
       return triggerResult(report, settings.failOn)
     }
     const context = await ports.contextAt(ports.git)

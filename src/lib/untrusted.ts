@@ -53,6 +53,17 @@ export function quoted(text: string, max: number = MAX_QUOTE): string {
   return `'${oneLine(text.slice(0, end))}…' (${text.length} characters)`
 }
 
+/**
+ * Text with each secret (what the log masks) written as ***, for text that leaves the job where
+ * no mask applies: a result file another job prints. Longer secrets first, so none is half-hidden.
+ */
+export function withoutSecrets(text: string, secrets: readonly string[]): string {
+  return [...new Set(secrets)]
+    .filter((s) => s !== '')
+    .sort((a, b) => b.length - a.length)
+    .reduce((t, secret) => t.split(secret).join('***'), text)
+}
+
 /** Untrusted text that may keep its line breaks (an annotation message, which the toolkit escapes). */
 export function plainText(text: string, max: number = MAX_TEXT): string {
   return capped(text, max)

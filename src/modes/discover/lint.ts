@@ -5,6 +5,7 @@
 import type { Keys } from '../../core/keys.ts'
 import { releaseKey, sourceId } from '../../core/model.ts'
 import type { FileProblem, Origin, ReleaseManifest, Severity, SourceId, SourceKind, SourceManifest, SourceRef } from '../../core/model.ts'
+import { untargetedProblem } from '../../core/untargeted-source.ts'
 import { compareText } from '../../lib/sort.ts'
 
 export const FindingCode = {
@@ -16,6 +17,8 @@ export const FindingCode = {
   MissingSource: 'MissingSource',
   /** An annotation targets a release in another namespace that does not read the source. */
   CrossNamespaceUnread: 'CrossNamespaceUnread',
+  /** A labelled source that no annotation targets and no release reads: it triggers nothing. */
+  UntargetedSource: 'UntargetedSource',
   /** A manifest (or a live object's metadata) we could not read as written. */
   InvalidManifest: 'InvalidManifest',
 } as const
@@ -64,6 +67,27 @@ export function problemFindings(problems: readonly FileProblem[]): Finding[] {
     file: p.file,
     ...(p.line === undefined ? {} : { line: p.line }),
   }))
+}
+
+/**
+ * Labelled sources in the repository that trigger no HelmRelease: the plan's warning, by its rule
+ * (core/untargeted-source.ts), at the same file and line. Sorted as lint's findings are.
+ */
+export function untargetedFindings(
+  keys: Keys,
+  sources: readonly (LintSource & { readonly origin: Origin })[],
+  releases: readonly ReleaseManifest[],
+): Finding[] {
+  return sources
+    .flatMap((source): Finding[] => {
+      const id = sourceId(source)
+      const readers = releases.filter((r) => r.namespace === source.namespace && reads(r, source)).length
+      const problem = untargetedProblem({ ...source, id }, readers, { keys, discover: true })
+      if (problem === undefined) return []
+      const { severity, message, file, line } = problem
+      return [{ severity, code: FindingCode.UntargetedSource, message, file, ...(line === undefined ? {} : { line }), source: id }]
+    })
+    .sort(compareFinding)
 }
 
 function annotationFindings(input: LintInput, releases: ReadonlyMap<string, ReleaseManifest>): Finding[] {

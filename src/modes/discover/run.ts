@@ -9,9 +9,18 @@ import { keysFor, type Keys } from '../../core/keys.ts'
 import { ForbiddenError } from '../../kube/api-error.ts'
 import type { ClusterClient, SourceObject } from '../../kube/cluster.ts'
 import { toReleaseManifest, type HelmRelease } from '../../core/helmrelease.ts'
-import { FindingCode, lint, problemFindings, type Finding, type LintSource } from './lint.ts'
+import { FindingCode, lint, problemFindings, untargetedFindings, type Finding, type LintSource } from './lint.ts'
 import { parseManifestFile } from '../../core/manifest.ts'
-import { releaseKey, sourceId, type HeadFile, type ReleaseManifest, type SourceId, type SourceKind, type SourceRef } from '../../core/model.ts'
+import {
+  releaseKey,
+  sourceId,
+  type HeadFile,
+  type ReleaseManifest,
+  type SourceId,
+  type SourceKind,
+  type SourceManifest,
+  type SourceRef,
+} from '../../core/model.ts'
 import { pathFilter, repositoryManifests, type RepositoryManifests } from '../../core/plan.ts'
 import { renderedManifests } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
@@ -231,7 +240,7 @@ async function discoverFromGit(settings: DiscoverOptions, sha: string, git: GitR
   }
   // With Flux Kustomizations, the objects they render: generated sources under their real names.
   const manifests: RepositoryManifests = flux === undefined ? repositoryManifests(files, options) : renderedManifests(flux, options)
-  const byId = new Map<SourceId, LintSource>()
+  const byId = new Map<SourceId, SourceManifest>()
   for (const s of manifests.sources) if (!byId.has(sourceId(s))) byId.set(sourceId(s), s)
   const texts = new Map(files.map((f) => [f.path, textOf(f)]))
   const annotated = [...byId.values()].filter((s) => s.labelled && s.annotatedTargets.length > 0).map((s) => ({ ...s, ...annotationLine(s, texts, keys) }))
@@ -240,6 +249,8 @@ async function discoverFromGit(settings: DiscoverOptions, sha: string, git: GitR
   const findings = [
     ...problemFindings(manifests.problems),
     ...lint({ keys, where: 'repository', releases: manifests.releases, annotatedSources: annotated, lookup: (ref) => byId.get(sourceId(ref)) ?? absent }),
+    // What the pull-request plan warns of on this commit: the same rule, file and line.
+    ...untargetedFindings(keys, [...byId.values()], manifests.releases),
   ]
   const notes = (flux?.notRendered ?? []).map((n) => `Flux Kustomization ${n.kustomization} was not rendered: ${n.reason}`)
   return {

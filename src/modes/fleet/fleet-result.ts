@@ -2,6 +2,8 @@
 // cluster's result, the gathering job reads them all back into one fleet summary.
 
 import { ConfigurationError } from '../../lib/errors.ts'
+import { MAX_CELL } from '../../lib/text.ts'
+import { oneLine } from '../../lib/untrusted.ts'
 import type { FileProblem } from '../../core/model.ts'
 import { failureOf } from '../trigger/report.ts'
 import { reasonOf, Status, type ReleaseResult, type SourceResult, type TriggerReport } from '../../engine/result.ts'
@@ -14,7 +16,7 @@ export const ClusterState = {
   Failed: 'Failed',
   /** An earlier wave failed: never started. */
   NotStarted: 'NotStarted',
-  /** Its job ended without writing a result (no kubeconfig, cancelled, crashed). */
+  /** Its job never wrote a result: it never ran, was cancelled or timed out (one that fails writes Failed). */
   NoResult: 'NoResult',
 } as const
 export type ClusterState = (typeof ClusterState)[keyof typeof ClusterState]
@@ -46,9 +48,14 @@ export function clusterResultOf(cluster: { name: string; wave: number }, report:
   }
 }
 
-/** A cluster that did not get to a report (no connection, bad kubeconfig): failed, with the error. */
+/**
+ * A cluster that did not get to a report (no connection, bad kubeconfig, no plan): failed, with
+ * the error as one line. The text may be an apiserver's: made inert here, as a file another job
+ * reads it, and cut where a summary cell would be.
+ */
 export function clusterErrorOf(cluster: { name: string; wave: number }, message: string, durationMs: number): ClusterResult {
-  return { cluster: cluster.name, wave: cluster.wave, state: ClusterState.Failed, message, results: [], sources: [], problems: [], durationMs }
+  const reason = oneLine(message.trim(), MAX_CELL) || 'it failed without saying why (see its log)'
+  return { cluster: cluster.name, wave: cluster.wave, state: ClusterState.Failed, message: reason, results: [], sources: [], problems: [], durationMs }
 }
 
 const RESULT_FILE_KIND = 'helmrelease-trigger/cluster-result'

@@ -77,7 +77,8 @@ export function gatherResults(plan: FleetPlan, found: readonly ClusterResult[]):
   return plan.clusters.map((c) => {
     if (!hasWork(c)) return noWork(c)
     const r = byName.get(c.name)
-    if (r !== undefined) return r
+    // The plan's wave: a job that failed before reading the plan could not know it.
+    if (r !== undefined) return { ...r, wave: c.wave }
     const earlier = [...failedWaves].filter(([wave]) => wave < c.wave).sort(([a], [b]) => a - b)[0]
     if (earlier !== undefined) return notStarted(c, `wave ${earlier[0]} failed (${earlier[1].join(', ')})`)
     return { ...notStarted(c, ''), state: ClusterState.NoResult, message: 'no result: its job ended before reporting (see its log)' }

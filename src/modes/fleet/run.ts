@@ -15,7 +15,7 @@ import { executeClusterPart, type ExecutedPart } from './execute.ts'
 import { clusterPart, readPlanFile, writePlanFile, type ClusterPlan, type FleetPlan } from './fleet-plan.ts'
 import { planFleet } from './fleet-planner.ts'
 import type { RenderingOptions } from '../rendering.ts'
-import { readResultFile, writeResultFile, type ClusterResult } from './fleet-result.ts'
+import { clusterErrorOf, readResultFile, writeResultFile, type ClusterResult } from './fleet-result.ts'
 import type { FleetReport } from './fleet-summary.ts'
 import { gatherResults, runRollout } from './rollout.ts'
 
@@ -26,6 +26,8 @@ export interface FleetDeps {
   readonly clock: Clock
   readonly log: Logger
   readonly outcome?: OutcomeWaiter
+  /** Takes out of a text the secrets the log masks, before it leaves the job in a result file. */
+  readonly redact?: (text: string) => string
 }
 
 /** Plans the fleet and, with plan-file, saves it. */
@@ -45,16 +47,48 @@ export async function loadPlan(file: string): Promise<FleetPlan> {
   return readPlanFile(text, file)
 }
 
-/** `trigger --cluster NAME --plan FILE`: that cluster's part only, with the plan's digests. */
+/**
+ * `trigger --cluster NAME --plan FILE`: that cluster's part only, with the plan's digests. With a
+ * result file, whatever fails writes a Failed result naming the error before it is thrown: the
+ * fleet summary says why the cluster failed, not that its job ended without a word.
+ */
 export async function runClusterPart(settings: Settings, context: RunContext, deps: FleetDeps): Promise<ExecutedPart> {
-  if (settings.planFile === undefined || settings.cluster === undefined) {
+  const { planFile, cluster, resultFile } = settings
+  if (planFile === undefined || cluster === undefined) {
     throw new ConfigurationError(`A cluster's part needs both the plan file and the cluster: give plan-file and cluster (--plan FILE --cluster NAME).`)
   }
-  const plan = await loadPlan(settings.planFile)
-  const part = clusterPart(plan, settings.cluster)
-  const executed = await executeClusterPart(plan, part, settings, context, { ...deps, connect: () => deps.connect(settings.context) })
-  if (settings.resultFile !== undefined) await writeText(settings.resultFile, writeResultFile(executed.result), 'result file')
+  const started = deps.clock.now()
+  // Until the plan is read the wave is unknown; the summary takes it from the plan anyway.
+  let wave = 0
+  let executed: ExecutedPart
+  try {
+    const plan = await loadPlan(planFile)
+    const part = clusterPart(plan, cluster)
+    wave = part.wave
+    executed = await executeClusterPart(plan, part, settings, context, { ...deps, connect: () => deps.connect(settings.context) })
+  } catch (error) {
+    if (resultFile !== undefined) {
+      const failed = clusterErrorOf({ name: cluster, wave }, (deps.redact ?? String)(messageOf(error)), deps.clock.now() - started)
+      await writeText(resultFile, writeResultFile(failed), 'result file').catch((e: unknown) => deps.log.warning(messageOf(e)))
+    }
+    throw error
+  }
+  if (resultFile !== undefined) await writeText(resultFile, writeResultFile(executed.result), 'result file')
   return executed
+}
+
+/**
+ * The Failed result of a cluster job that ended before its part ran (an input it could not read):
+ * written only where no result is yet, so a part's own result is never replaced.
+ */
+export async function writeUnreportedResult(file: string, cluster: string, message: string): Promise<void> {
+  const text = writeResultFile(clusterErrorOf({ name: cluster, wave: 0 }, message, 0))
+  try {
+    await mkdir(dirname(file), { recursive: true })
+    await writeFile(file, text, { flag: 'wx' })
+  } catch (error) {
+    if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'EEXIST')) throw error
+  }
 }
 
 /** `fleet`: plan once (or read the plan file), then every cluster with work over its kubeconfig context, wave by wave. */

@@ -9,6 +9,7 @@ import { parseSettings } from '../../../../src/settings.ts'
 import { FakeCluster, FakeGit } from '../../../../test/support/fakes.ts'
 import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
 import type { RenderCommit } from '../../../../src/modes/discover/run.ts'
+import { planRendered } from '../../../../src/core/plan-rendered.ts'
 
 const keys = keysFor('nebius.ai')
 const LABEL = 'nebius.ai/helmrelease-trigger-operator'
@@ -127,5 +128,26 @@ describe('runDiscover --from-git', () => {
     // No Flux Kustomization: the files, one by one.
     const none = await runDiscover({ ...base, fromGit: true }, 'c', { ...deps, render: render([], { kustomizations: [] }) })
     expect(none.findings.map((f) => f.code)).toEqual(['MissingSource'])
+  })
+  it('says of a rendered labelled source nothing reads what the rendered plan says, at the same file and line', async () => {
+    const values = (a: string) =>
+      renderedSource({
+        name: 'lonely',
+        data: { 'values.yaml': a },
+        labels: { [LABEL]: 'true' },
+        keyOrigins: { 'values.yaml': { file: 'apps/lonely/values.yaml', line: 1 } },
+      })
+    const reader = release({ name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'other' }] })
+    const options = { ...base, prefix: 'nebius.ai', discover: true, paths: ['**/*.yaml'] }
+    const planned = planRendered({ base: repo([values('a: 1'), reader]), head: repo([values('a: 2'), reader]), fullSync: false, options })
+    const render: RenderCommit = async () => repo([values('a: 2'), reader])
+    const git = new FakeGit().commit('c', undefined, { 'apps/app/release.yaml': 'kind: ConfigMap\n' })
+    const found = await runDiscover({ ...base, fromGit: true }, 'c', { git: async () => git, render, connect: () => Promise.reject(new Error('no')), log })
+    const orphans = (xs: readonly { message: string; file?: string; line?: number }[]) =>
+      xs.filter((x) => x.message.includes('triggers no HelmRelease')).map((x) => `${x.file}:${x.line}: ${x.message}`)
+    expect(orphans(planned.problems)).toEqual([
+      "apps/lonely/kustomization.yaml:4: ConfigMap/apps/lonely triggers no HelmRelease: name them in nebius.ai/helmreleases-name, or reference it from a HelmRelease's spec.valuesFrom",
+    ])
+    expect(orphans(found.findings)).toEqual(orphans(planned.problems))
   })
 })

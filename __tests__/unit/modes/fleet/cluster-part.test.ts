@@ -3,7 +3,7 @@
 // whose spec changed is waited for and never patched, a release reading an unchanged key is not
 // brought back by discovery in the cluster, and nothing is planned again.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -13,6 +13,10 @@ import { Status } from '../../../../src/engine/result.ts'
 import { assignWaves } from '../../../../src/modes/fleet/clusters.ts'
 import { writePlanFile, type FleetPlan } from '../../../../src/modes/fleet/fleet-plan.ts'
 import { runClusterPart, type FleetDeps } from '../../../../src/modes/fleet/run.ts'
+import { readResultFile } from '../../../../src/modes/fleet/fleet-result.ts'
+import { withoutSecrets } from '../../../../src/lib/untrusted.ts'
+import { gatherResults } from '../../../../src/modes/fleet/rollout.ts'
+import { fleetSummaryMarkdown } from '../../../../src/modes/fleet/fleet-summary.ts'
 import { parseSettings } from '../../../../src/settings.ts'
 import { FakeClock, FakeCluster, recordingWaiter } from '../../../../test/support/fakes.ts'
 import { release, renderedSource, repo } from '../../../../test/support/rendered.ts'
@@ -99,5 +103,54 @@ describe("a cluster's rendered part from the plan file", () => {
     await expect(runClusterPart(settings, context, deps(new FakeCluster(), []))).rejects.toThrow(
       "Cluster prod-eu's part was planned on its root rendered by kustomize, and apply: true cannot apply rendered objects from a plan file",
     )
+  })
+})
+
+describe("a cluster's part that fails before its report", () => {
+  const resultOf = (file: string) => readResultFile(readFileSync(file, 'utf8'), file)
+
+  it('still writes its result: Failed, with the error in one plain line, and the run still fails', async () => {
+    const { file, plan } = planFile()
+    const resultFile = join(dir, 'no-connection', 'result-prod-eu.json')
+    const settings = parseSettings((name) => ({ 'plan-file': file, cluster: 'prod-eu', 'result-file': resultFile })[name] ?? '')
+    const failing: FleetDeps = {
+      ...deps(new FakeCluster(), []),
+      // An apiserver's text is untrusted: a line break or a workflow command in it stays inert.
+      connect: () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.1:443\n::error::forged')),
+    }
+    await expect(runClusterPart(settings, context, failing)).rejects.toThrow('ECONNREFUSED')
+    const result = resultOf(resultFile)
+    expect(result).toMatchObject({ cluster: 'prod-eu', wave: 1, state: 'Failed', results: [] })
+    expect(result.message).toBe('connect ECONNREFUSED 10.0.0.1:443⏎::error::forged')
+    const gathered = gatherResults(plan, [result])
+    expect(gathered.map((c) => [c.cluster, c.state])).toEqual([['prod-eu', 'Failed']])
+    expect(fleetSummaryMarkdown({ plan, clusters: gathered })).toContain('❌ Failed')
+  })
+
+  it('takes the secrets the log masks out of the reason: the file is printed by another job, where no mask applies', async () => {
+    const { file } = planFile()
+    const resultFile = join(dir, 'secret', 'result-prod-eu.json')
+    const settings = parseSettings((name) => ({ 'plan-file': file, cluster: 'prod-eu', 'result-file': resultFile })[name] ?? '')
+    const failing: FleetDeps = {
+      ...deps(new FakeCluster(), []),
+      connect: () => Promise.reject(new Error('Unauthorized: token s3cr3t-t0ken refused')),
+      redact: (text) => withoutSecrets(text, ['s3cr3t-t0ken']),
+    }
+    await expect(runClusterPart(settings, context, failing)).rejects.toThrow()
+    expect(resultOf(resultFile).message).toBe('Unauthorized: token *** refused')
+  })
+
+  it('writes it when the plan file cannot be read, and for a cluster the plan does not have', async () => {
+    const missing = join(dir, 'absent-plan', 'result-prod-eu.json')
+    const noPlan = parseSettings((name) => ({ 'plan-file': join(dir, 'absent.json'), cluster: 'prod-eu', 'result-file': missing })[name] ?? '')
+    await expect(runClusterPart(noPlan, context, deps(new FakeCluster(), []))).rejects.toThrow('Cannot read the plan file')
+    expect(resultOf(missing)).toMatchObject({ cluster: 'prod-eu', state: 'Failed', message: expect.stringContaining('Cannot read the plan file') })
+
+    const { file } = planFile()
+    const unknown = join(dir, 'unknown-cluster', 'result-prod-us.json')
+    const notPlanned = parseSettings((name) => ({ 'plan-file': file, cluster: 'prod-us', 'result-file': unknown })[name] ?? '')
+    await expect(runClusterPart(notPlanned, context, deps(new FakeCluster(), []))).rejects.toThrow()
+    expect(resultOf(unknown)).toMatchObject({ cluster: 'prod-us', state: 'Failed' })
+    expect(existsSync(unknown)).toBe(true)
   })
 })
