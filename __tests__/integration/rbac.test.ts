@@ -159,6 +159,7 @@ describe('deploy/rbac manifests', () => {
         `${KS}/kustomizations:get`,
         'source.toolkit.fluxcd.io/ocirepositories:get',
         'source.toolkit.fluxcd.io/helmcharts:get',
+        'source.toolkit.fluxcd.io/gitrepositories:get',
         'core/events:create',
       ].sort(),
     )
