@@ -436,6 +436,22 @@ describe('bad input', () => {
     expect(named(change?.head, 'HelmRelease', 'good')).toBeDefined()
   })
 
+  it('points a failing build at the file and line writing its Flux Kustomization, with kustomize’s own message and no log prefix', async () => {
+    const good = app('good')
+    const bad = app('bad')
+    // Both Flux Kustomizations in one file: the failing one is the second document.
+    const apps = `${good['clusters/prod/good.yaml']}---\n${bad['clusters/prod/bad.yaml']}`
+    const files = { ...BOOTSTRAP, ...good, ...bad, 'clusters/prod/good.yaml': apps, 'apps/bad/kustomization.yaml': 'resources: [release.yaml, missing.yaml]\n' }
+    delete (files as Record<string, string>)['clusters/prod/bad.yaml']
+    const { change } = await render(files, undefined, { scope: 'all' })
+    const problems = change?.head.problems ?? []
+    expect(problems.map((p) => [p.kustomization, p.file, p.line])).toEqual([
+      ['flux-system/bad', 'clusters/prod/good.yaml', apps.split('\n').indexOf('---') + 2],
+    ])
+    expect(problems[0]?.message).toMatch(/does not build: .*missing\.yaml/)
+    expect(problems[0]?.message).not.toMatch(/E\d{4} \d\d:|run\.go:\d+\]|"command failed"/)
+  })
+
   it('never fetches a remote reference: that Kustomization is reported as not rendered, naming it, and the others are rendered', async () => {
     const files = {
       ...BOOTSTRAP,

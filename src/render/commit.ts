@@ -145,5 +145,6 @@ export function isKustomizationFile(path: string): boolean {
 
 /** A problem of the Flux Kustomization `k`, at its path. */
 export function problemOf(k: FluxKustomization, message: string, where?: { file: string; line: number }): RenderProblem {
-  return { kustomization: k.id, path: k.path === '' ? './' : `./${k.path}`, message, ...(where ?? {}) }
+  // Without a line of its own, a problem points at the Flux Kustomization's document: a file, never a directory.
+  return { kustomization: k.id, path: k.path === '' ? './' : `./${k.path}`, message, ...(where ?? k.definedAt ?? {}) }
 }

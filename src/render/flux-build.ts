@@ -177,7 +177,7 @@ async function renderedObjects(
     }
     objects.push(rendered)
     const child = fluxKustomization(object)
-    if (child) children.push({ k: child, origin: traced.provenance })
+    if (child) children.push({ k: traced.provenance === undefined ? child : { ...child, definedAt: traced.provenance }, origin: traced.provenance })
   }
   if (unresolved.size > 0) {
     const names = [...unresolved]

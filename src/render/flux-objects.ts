@@ -30,6 +30,8 @@ export interface FluxKustomization {
   readonly path: string
   /** The spec as written, for telling a changed Kustomization from an unchanged one. */
   readonly spec: Readonly<Record<string, unknown>>
+  /** Where it is written (its document's first line), when known: a problem of its build points there. */
+  readonly definedAt?: { readonly file: string; readonly line: number }
 }
 
 export interface GitRepositorySpec {

@@ -3,7 +3,7 @@
 // they read. A cheap text filter first, so a large file that is no Flux object (a dashboard,
 // a CRD bundle) is never parsed, and never an error.
 
-import { parseAllDocuments } from 'yaml'
+import { LineCounter, parseAllDocuments } from 'yaml'
 import {
   artifactGenerator,
   fluxKustomization,
@@ -45,9 +45,9 @@ export async function scanFluxObjects(view: TreeView, files: readonly string[]):
   const yaml = files.filter((f) => YAML_FILE.test(f))
   await view.prefetch(yaml)
   for (const file of yaml) {
-    for (const object of await objectsIn(view, file, FLUX_MARK_REGEX)) {
+    for (const { object, line } of await documentsIn(view, file, FLUX_MARK_REGEX)) {
       const k = fluxKustomization(object)
-      if (k) kustomizations.push({ value: k, file })
+      if (k) kustomizations.push({ value: { ...k, definedAt: { file, line } }, file })
       const g = gitRepository(object)
       if (g) gitRepositories.push({ value: g, file })
       const a = artifactGenerator(object)
@@ -59,16 +59,23 @@ export async function scanFluxObjects(view: TreeView, files: readonly string[]):
 
 /** The YAML documents of a file that mention `filter` (our pattern, or a plain text), parsed; [] for big, unreadable or bad files. */
 export async function objectsIn(view: TreeView, file: string, filter: RegExp | string): Promise<Record<string, unknown>[]> {
+  return (await documentsIn(view, file, filter)).map((d) => d.object)
+}
+
+/** objectsIn, each with the 1-based line its content starts on. */
+async function documentsIn(view: TreeView, file: string, filter: RegExp | string): Promise<{ object: Record<string, unknown>; line: number }[]> {
   const bytes = await view.bytes(file).catch(() => undefined)
   if (bytes === undefined || bytes.length > SCAN_LIMIT) return []
   const text = new TextDecoder().decode(bytes)
   if (typeof filter === 'string' ? !text.includes(filter) : !filter.test(text)) return []
-  const out: Record<string, unknown>[] = []
+  const out: { object: Record<string, unknown>; line: number }[] = []
   try {
-    for (const doc of parseAllDocuments(text, { uniqueKeys: false })) {
+    const lines = new LineCounter()
+    for (const doc of parseAllDocuments(text, { uniqueKeys: false, lineCounter: lines })) {
       if (!('contents' in doc) || doc.errors.length > 0) continue
       const value: unknown = doc.toJS()
-      if (isRecord(value)) out.push(value)
+      const start = doc.contents?.range[0] ?? 0
+      if (isRecord(value)) out.push({ object: value, line: lines.linePos(start).line })
     }
   } catch {
     return []
