@@ -362,6 +362,28 @@ describe('sources', () => {
     expect(named(region.change?.head, 'ConfigMap', 'b')?.object.data).toEqual({ where: 'us' })
   })
 
+  it('substitutes from a ConfigMap a sibling Flux Kustomization generates (an env file), and an edit of that file touches its readers', async () => {
+    const files = {
+      ...BOOTSTRAP,
+      // cluster-config and apps are siblings: both written in the cluster root, apps waits for cluster-config.
+      'clusters/prod/config.yaml': fluxKustomization('cluster-config', './config'),
+      'clusters/prod/apps.yaml': fluxKustomization('apps', './apps/a', [
+        '  dependsOn: [{name: cluster-config}]',
+        '  postBuild:',
+        '    substituteFrom:',
+        '      - {kind: ConfigMap, name: cluster-vars}',
+      ]),
+      'config/kustomization.yaml':
+        'namespace: flux-system\nconfigMapGenerator:\n  - name: cluster-vars\n    envs: [cluster.env]\ngeneratorOptions: {disableNameSuffixHash: true}\n',
+      'config/cluster.env': 'cluster_name=prod\n',
+      'apps/a/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {where: "${cluster_name}"}\n',
+    }
+    const { change } = await render(files, { 'config/cluster.env': 'cluster_name=staging\n' })
+    expect(change?.head.problems).toEqual([])
+    expect(named(change?.base, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'prod' })
+    expect(named(change?.head, 'ConfigMap', 'a')?.object.data).toEqual({ where: 'staging' })
+  })
+
   it('never renders or plans what source-controller leaves out: .sourceignore, spec.ignore, its defaults', async () => {
     const sync = BOOTSTRAP['clusters/prod/flux-system/gotk-sync.yaml'].replace(
       'spec: {url: "git@github.com:acme/fleet.git"}',

@@ -193,7 +193,7 @@ async function renderedObjects(
       ),
     )
   }
-  return { objects, problems, notRendered: [], children }
+  return { objects, problems, notRendered: [], children, ...(inputs.absent.length > 0 ? { absent: inputs.absent } : {}) }
 }
 
 /** Where an object was written: its document, or its generator entry and each key's line. */

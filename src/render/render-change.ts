@@ -318,7 +318,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
         }),
       )
     }
-    const built = await Promise.all(started)
+    const built = await withSiblingValues(await Promise.all(started), builds, commit, objects, ctx)
     const results = decisions.map((d, i) => ({ k: d.k, build: built[i], reason: d.reason }))
     for (const { k, build, reason } of results) {
       if (reason !== undefined) notRendered.push({ kustomization: k.id, reason })
@@ -334,6 +334,30 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
   // Kustomizations written in the repository but reached by no chain from the root are not applied.
   const kustomizations = [...seen].sort()
   return { objects, problems, notRendered, kustomizations, suspended: [...suspended].sort() }
+}
+
+/**
+ * A level's builds, those whose substituteFrom objects were found nowhere built again when a
+ * sibling of the level rendered them (a config Kustomization generating the cluster's variables
+ * beside the apps reading them: Flux reads them from the cluster once applied). kustomize's
+ * output is reused: only Flux's post-build runs again.
+ */
+async function withSiblingValues(
+  built: readonly (Build | undefined)[],
+  builds: readonly ({ k: FluxKustomization; tree: SourceTree; closure: Closure; touched: boolean } | undefined)[],
+  commit: Commit,
+  earlier: readonly RenderedObject[],
+  ctx: RenderContext,
+): Promise<(Build | undefined)[]> {
+  const level = built.flatMap((b) => b?.objects ?? [])
+  return Promise.all(
+    built.map(async (build, i) => {
+      const b = builds[i]
+      if (build?.absent === undefined || b === undefined) return build
+      const found = build.absent.some((ref) => level.some((o) => `${o.kind}/${o.name}` === ref && (o.namespace ?? FLUX_NAMESPACE) === b.k.namespace))
+      return found ? buildKustomization(commit, b.k, b.tree, b.closure, [...earlier, ...level], ctx, b.touched) : build
+    }),
+  )
 }
 
 /** Roots: written Kustomizations no other written Kustomization's closure holds. */

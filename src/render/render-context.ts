@@ -61,6 +61,8 @@ export interface Build {
   readonly notRendered: readonly { kustomization: string; reason: string }[]
   /** Flux Kustomizations this build defines (the chain). */
   readonly children: readonly { k: FluxKustomization; origin: Provenance | undefined }[]
+  /** substituteFrom objects (`Kind/name`) found nowhere yet: a sibling building alongside may generate them. */
+  readonly absent?: readonly string[]
 }
 
 /**
