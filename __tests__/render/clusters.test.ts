@@ -8,7 +8,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { ForbiddenError } from '../../src/kube/api-error.ts'
 import { createGitReader } from '../../src/git/reader.ts'
-import { renderRangeOf } from '../../src/modes/rendering.ts'
+import { renderCommitOf, renderRangeOf } from '../../src/modes/rendering.ts'
 import { clusterLocator } from '../../src/modes/trigger/own-cluster.ts'
 import { planReport, preparePlan, type PreparedPlan } from '../../src/modes/trigger/pipeline.ts'
 import { summaryMarkdown, textReport, triggerResult } from '../../src/modes/trigger/report.ts'
@@ -114,6 +114,28 @@ describe('a repository of two cluster trees with the same Flux names, planned wi
     expect(prepared.clusters).toBeUndefined()
     expect(prepared.plan.releases.map((r) => [r.cluster, r.name])).toContainEqual([undefined, 'minio'])
     expect(prepared.plan.releases.map((r) => r.name)).not.toContain('atuin')
+  })
+})
+
+describe('discover --from-git on a repository of two cluster trees', () => {
+  it('reads every tree: each cluster’s releases are declared, none hidden by the other’s same Flux names', async () => {
+    const repo = createRepo('hrt-clusters-')
+    repos.push(repo)
+    repo.write(fluxGuideRepository())
+    const head = repo.commit('two clusters')
+    const reader = await createGitReader({ cwd: repo.dir })
+    const render = renderCommitOf(
+      parseSettings(() => ''),
+      reader,
+      { env: { GITHUB_REPOSITORY: FLUX_GUIDE_REPOSITORY }, sandbox },
+    )
+    const rendered = await render(head)
+    const values = rendered?.objects.filter((o) => o.kind === 'ConfigMap' && o.name.startsWith('minio-values')) ?? []
+    // minio's values differ per cluster (its overlay replaces values.yaml): one generated ConfigMap from each tree.
+    expect(values.map((o) => o.keyOrigins['values.yaml']?.file).sort()).toEqual([
+      'apps/minio/production/cluster-values.yaml',
+      'apps/minio/staging/cluster-values.yaml',
+    ])
   })
 })
 

@@ -8,6 +8,7 @@ import type { Range } from '../git/range.ts'
 import { oneLine, quoted } from '../lib/untrusted.ts'
 import { repositoryKey } from '../render/flux-objects.ts'
 import type { ClusterSpec } from '../core/cluster-list.ts'
+import type { RenderedRepository } from '../core/rendered.ts'
 import { clusterRoots, isRendered, RenderCache, renderChange, type RenderChangeOptions, type RenderedChange, type Unapplied } from '../render/render-change.ts'
 import type { Sandbox } from '../sandbox/sandbox.ts'
 import type { Settings } from '../settings.ts'
@@ -90,10 +91,34 @@ export function clusterRendererOf(settings: Settings, git: GitReader, options: R
   return async (range, clusterRoot) => renderedOf((await render(range, clusterRoot, options.cache)).result)
 }
 
-/** One commit rendered whole, for `discover --from-git`. */
+/** One commit rendered whole, for `discover --from-git`: every cluster tree of it, each rendered apart. */
 export function renderCommitOf(settings: Settings, git: GitReader, options: RenderingOptions): RenderCommit {
   const render = renderResultOf(settings, git, options)
-  return async (head) => renderedOf((await render({ base: undefined, head, fullSync: true, notes: [] }, settings.clusterRoot)).result)?.head
+  return async (head) => {
+    const range: Range = { base: undefined, head, fullSync: true, notes: [] }
+    if (settings.clusterRoot !== undefined) return renderedOf((await render(range, settings.clusterRoot)).result)?.head
+    const cache = options.cache ?? new RenderCache()
+    try {
+      const trees = await render.roots(range, cache)
+      if (trees.length < 2) return renderedOf((await render(range, undefined, cache)).result)?.head
+      const heads = await Promise.all(trees.map(async (tree) => renderedOf((await render(range, tree.root, cache)).result)?.head))
+      return joined(heads.filter((h): h is RenderedRepository => h !== undefined))
+    } finally {
+      if (options.cache === undefined) await cache.close()
+    }
+  }
+}
+
+/** Several cluster trees' renders as one list of what the repository declares (discover lints declarations, not a cluster). */
+function joined(heads: readonly RenderedRepository[]): RenderedRepository | undefined {
+  if (heads.length === 0) return undefined
+  return {
+    objects: heads.flatMap((h) => h.objects),
+    problems: heads.flatMap((h) => h.problems),
+    notRendered: heads.flatMap((h) => h.notRendered),
+    kustomizations: [...new Set(heads.flatMap((h) => h.kustomizations))].sort(),
+    suspended: [...new Set(heads.flatMap((h) => h.suspended ?? []))].sort(),
+  }
 }
 
 interface RenderResult {
