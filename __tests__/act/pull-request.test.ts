@@ -69,3 +69,29 @@ describe('examples/pull-request-plan.yml under act', () => {
     expect(workflowCommands(run.output('plan')).filter((c) => c.name === 'error')).toEqual([])
   })
 })
+
+describe('examples/discover.yml under act', () => {
+  it('on a pull request runs the lint job only, from git alone, and fails with an annotation on the file', async () => {
+    const run = await runAct({
+      repo: repo.dir,
+      workflow: join(REPO_ROOT, 'examples', 'discover.yml'),
+      event: 'pull_request',
+      payload: pullRequestEvent(api, 7, base, head),
+      api,
+    })
+    // The labelled ConfigMap names apps/web, which no manifest of the repository defines.
+    expect(run.exitCode, run.text).not.toBe(0)
+    // act reports no result for a job whose `if:` is false (the scheduled label job): only lint ran.
+    expect(run.jobIds()).toEqual(['lint'])
+    expect(run.jobResults('lint')).toEqual(['failure'])
+    // act names a step without an id by its index from 0: the action is step 1.
+    const findings = JSON.parse(run.stepOutputs('lint', '1')['findings'] ?? '[]') as unknown[]
+    expect(findings).toEqual([expect.objectContaining({ code: 'MissingRelease', file: 'apps/values.yaml', release: 'apps/web' })])
+    const errors = workflowCommands(run.output('lint')).filter((c) => c.name === 'error')
+    expect(errors.map((c) => c.line)).toEqual([
+      expect.stringMatching(/^::error title=helmrelease-trigger MissingRelease,file=apps\/values\.yaml,line=\d+::ConfigMap\/apps\/web-values: /),
+      expect.stringMatching(/^::error::1 problem \(fail-on: warning\)/),
+    ])
+    expect(run.summaries('lint').join('\n')).toContain('| ❌ | MissingRelease | <code>apps/values.yaml&#58;')
+  })
+})

@@ -59,7 +59,7 @@ export interface ActRun {
   readonly entries: readonly ActEntry[]
   /** act's stderr (its own errors; the job logs are in entries). */
   readonly stderr: string
-  /** Job ids act reported a result for, as `<job>` or, inside a called workflow, `<caller job>/<job>`. */
+  /** Ids of the jobs act reported a result for (a called workflow's jobs by their own ids), in order. */
   jobIds(): string[]
   /** The job's results (one per matrix entry) as act reported them: success, failure, skipped. */
   jobResults(jobId: string): string[]
