@@ -62,6 +62,7 @@ interface FleetOutput {
 describe('examples/fleet.yml under act', () => {
   it('plans once: the plan job outputs each wave’s matrix and uploads the plan file', () => {
     expect(run.jobResults('plan'), run.text).toEqual(['success'])
+    expect(run.misreadCommands()).toEqual([])
     const outputs = run.stepOutputs('plan', 'plan')
     expect(JSON.parse(outputs['wave-1'] ?? '')).toEqual({ include: [{ cluster: 'staging', secret: 'KUBECONFIG_STAGING', wave: 1, releases: 1 }] })
     expect(JSON.parse(outputs['wave-2'] ?? '')).toEqual({ include: [{ cluster: 'prod-eu', secret: 'KUBECONFIG_PROD_EU', wave: 2, releases: 1 }] })

@@ -45,6 +45,7 @@ describe('examples/pull-request-plan.yml under act', () => {
       payload: pullRequestEvent(api, 7, base, head),
       api,
     })
+    expect(run.misreadCommands()).toEqual([])
     expect(run.exitCode, run.text).toBe(0)
     expect(run.jobResults('plan')).toEqual(['success'])
 
@@ -80,6 +81,7 @@ describe('examples/discover.yml under act', () => {
       api,
     })
     // The labelled ConfigMap names apps/web, which no manifest of the repository defines.
+    expect(run.misreadCommands()).toEqual([])
     expect(run.exitCode, run.text).not.toBe(0)
     // act reports no result for a job whose `if:` is false (the scheduled label job): only lint ran.
     expect(run.jobIds()).toEqual(['lint'])

@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { ensureBinaries, REPO_ROOT } from './cluster.ts'
 import type { GitHubApi } from './github-api.ts'
 import { createRepo, type Repo } from './repo.ts'
+import { workflowCommands } from './workflow-commands.ts'
 
 /** The repository whose `uses:` resolve to this clone (action.yml's home on GitHub). */
 export const ACTION_REPOSITORY = 'acme/helmrelease-trigger'
@@ -69,6 +70,12 @@ export interface ActRun {
   stepOutputs(jobId: string, stepId: string): Record<string, string>
   /** The job summaries the job's steps wrote ($GITHUB_STEP_SUMMARY), in order. */
   summaries(jobId: string): string[]
+  /**
+   * Printed workflow commands that act names differently from GitHub's runner: act matches
+   * `::name props::data` greedily, so a `::` inside the data splits there instead. Ours must read
+   * the same under both.
+   */
+  misreadCommands(): string[]
   /** The whole run as text, for failure messages. */
   readonly text: string
 }
@@ -240,6 +247,12 @@ function actRun(exitCode: number, stdout: string, stderr: string): ActRun {
           .filter((e) => e.command === 'set-output' && e.stepID?.[0] === stepId && e.name !== undefined)
           .map((e) => [e.name ?? '', e.arg ?? '']),
       ),
+    misreadCommands: () =>
+      entries.flatMap((e) => {
+        if (e.raw === undefined || e.command === undefined) return []
+        const runner = workflowCommands(e.raw)[0]?.name
+        return runner === e.command ? [] : [`${e.raw} (act: ${e.command}, runner: ${runner ?? 'no command'})`]
+      }),
     summaries: (jobId) => of(jobId).flatMap((e) => (e.command === 'summary' && e.content !== undefined ? [e.content] : [])),
   }
 }
