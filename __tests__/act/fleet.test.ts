@@ -1,7 +1,9 @@
 // examples/fleet.yml, unmodified, calling .github/workflows/fleet.yml under a real Actions runner
-// (act) for a repository with two clusters in two waves (staging, then prod-*): the plan job plans
-// once and outputs each wave's matrix; staging's kubeconfig is refused by the real apiserver, so
-// wave 1 fails and wave 2 never starts; the summary job still gathers the plan and staging's
+// (act), for a repository with two clusters in two waves (staging, then prod-*) whose releases
+// live on the local cluster (one namespace per cluster, each with its own kubeconfig secret): the
+// plan job plans once and outputs each wave's matrix; a commit both clusters take rolls out wave
+// after wave and the caller's report job reads the fleet output; a commit staging's chart refuses
+// fails wave 1, wave 2 never starts, and the summary job still gathers the plan and staging's
 // result (through the artifact steps) into one fleet summary and one check run.
 
 import { join } from 'node:path'
@@ -16,36 +18,54 @@ import type { Repo } from '../../test/support/repo.ts'
 import { workflowCommands } from '../../test/support/workflow-commands.ts'
 
 const cluster = useCluster()
+const kubeconfig = kubeconfigYaml({ server: cluster.server, caData: cluster.caData, token: cluster.adminToken })
 let api: GitHubApi
 let repo: Repo
-let base: string
-let head: string
-let run: ActRun
+let specs: FleetClusterSpec[]
+/** The level each cluster's `app` has in the repository (and, once pushed, in the cluster). */
+const levels = new Map<string, string>()
 
-const CLUSTERS: FleetClusterSpec[] = [
-  { name: 'staging', namespace: 'apps', releases: ['web'] },
-  { name: 'prod-eu', namespace: 'apps', releases: ['web'] },
-]
+/** Commits new levels and applies them to the clusters, as kustomize-controller would; returns before and after. */
+async function push(changes: Readonly<Record<string, string>>): Promise<{ before: string; after: string }> {
+  const before = repo.git('rev-parse', 'HEAD')
+  for (const [name, level] of Object.entries(changes)) levels.set(name, level)
+  repo.write(fleetRepoFiles(specs, (name) => levels.get(name) ?? 'one'))
+  const after = repo.commit(`levels: ${Object.keys(changes).join(', ')}`)
+  for (const spec of specs) await cluster.applyValues(spec.namespace, `level: ${levels.get(spec.name) ?? 'one'}`)
+  return { before, after }
+}
 
-beforeAll(async () => {
-  api = await startGitHubApi()
-  repo = createActRepo(api)
-  repo.write(fleetRepoFiles(CLUSTERS, () => 'one'))
-  base = repo.commit('two clusters')
-  repo.write(fleetRepoFiles(CLUSTERS, () => 'two'))
-  head = repo.commit('level two everywhere')
-  run = await runAct({
+async function fleet(changes: Readonly<Record<string, string>>): Promise<{ run: ActRun; after: string }> {
+  const { before, after } = await push(changes)
+  const run = await runAct({
     repo: repo.dir,
     workflow: join(REPO_ROOT, 'examples', 'fleet.yml'),
     event: 'push',
-    payload: pushEvent(api, base, head),
+    payload: pushEvent(api, before, after),
     api,
-    secrets: {
-      // The real apiserver, with a token it does not know: staging's trigger fails on it.
-      KUBECONFIG_STAGING: kubeconfigYaml({ server: cluster.server, caData: cluster.caData, token: 'not-a-token' }),
-      KUBECONFIG_PROD_EU: kubeconfigYaml({ server: cluster.server, caData: cluster.caData, token: cluster.adminToken }),
-    },
+    // `secrets: inherit` hands each cluster job the secret its matrix entry names.
+    secrets: { KUBECONFIG_STAGING: kubeconfig, KUBECONFIG_PROD_EU: kubeconfig },
   })
+  return { run, after }
+}
+
+const requestedAt = async (namespace: string): Promise<string | undefined> =>
+  (await cluster.getHelmRelease(namespace, 'app')).metadata.annotations?.['reconcile.fluxcd.io/requestedAt']
+
+beforeAll(async () => {
+  api = await startGitHubApi()
+  specs = []
+  for (const name of ['staging', 'prod-eu']) {
+    const namespace = await cluster.createNamespace(`act-${name}`)
+    await cluster.applyHelmRepository(namespace)
+    await cluster.applyValues(namespace, 'level: one')
+    await cluster.applyHelmRelease({ namespace, name: 'app', valuesFrom: [{ kind: 'ConfigMap', name: 'app-values' }] })
+    specs.push({ name, namespace, releases: ['app'] })
+  }
+  for (const spec of specs) await cluster.waitForHelmReleaseReady(spec.namespace, 'app')
+  repo = createActRepo(api)
+  repo.write(fleetRepoFiles(specs, () => 'one'))
+  repo.commit('two clusters')
 })
 
 afterAll(async () => {
@@ -56,55 +76,85 @@ afterAll(async () => {
 
 interface FleetOutput {
   readonly head: string
-  readonly clusters: readonly { cluster: string; wave: number; state: string; message: string }[]
+  readonly clusters: readonly {
+    cluster: string
+    wave: number
+    state: string
+    message?: string
+    releases: readonly { namespace: string; name: string; status: string; reason: string; message?: string }[]
+  }[]
 }
 
-describe('examples/fleet.yml under act', () => {
-  it('plans once: the plan job outputs each wave’s matrix and uploads the plan file', () => {
-    expect(run.jobResults('plan'), run.text).toEqual(['success'])
+/** Index of the first and last log entry of a job: when it started and ended. */
+function span(run: ActRun, jobId: string): [number, number] {
+  const at = run.entries.flatMap((e, i) => (e.jobID === jobId ? [i] : []))
+  return [at[0] ?? -1, at[at.length - 1] ?? -1]
+}
+
+/** The matrix entries a job ran with (act logs each entry's lines with its matrix). */
+function matrixClusters(run: ActRun, jobId: string): unknown[] {
+  return [...new Set(run.entries.filter((e) => e.jobID === jobId && e.matrix !== undefined && Object.keys(e.matrix).length > 0).map((e) => e.matrix?.['cluster']))]
+}
+
+describe('examples/fleet.yml under act, two clusters in two waves', () => {
+  it('rolls a commit out wave after wave, and the report job reads the fleet output', async () => {
+    const { run, after } = await fleet({ staging: 'two', 'prod-eu': 'two' })
     expect(run.misreadCommands()).toEqual([])
+    expect(run.exitCode, run.text).toBe(0)
+
+    // Planned once: each wave's matrix is the plan job's output of that wave.
     const outputs = run.stepOutputs('plan', 'plan')
     expect(JSON.parse(outputs['wave-1'] ?? '')).toEqual({ include: [{ cluster: 'staging', secret: 'KUBECONFIG_STAGING', wave: 1, releases: 1 }] })
     expect(JSON.parse(outputs['wave-2'] ?? '')).toEqual({ include: [{ cluster: 'prod-eu', secret: 'KUBECONFIG_PROD_EU', wave: 2, releases: 1 }] })
     expect(outputs['wave-count']).toBe('2')
-    expect(JSON.parse(outputs['cluster-releases'] ?? '')).toEqual({ staging: ['apps/web'], 'prod-eu': ['apps/web'] })
-  })
 
-  it('runs wave 1 (staging) with its own secret, fails it on the refused kubeconfig, and never starts wave 2', () => {
-    expect(run.exitCode).not.toBe(0)
     // wave-3 has no output (two waves): GitHub skips it on its `if:`; act evaluates its matrix
     // first, logs "Invalid JSON", and skips it too. act also cannot evaluate
     // `max-parallel: ${{ inputs.max-parallel }}` (it logs a parse error and runs at most 4 at once).
-    expect(run.jobIds()).toEqual(['plan', 'wave-1', 'summary'])
-    expect(run.jobResults('wave-1')).toEqual(['failure'])
-    const staging = run.entries.filter((e) => e.jobID === 'wave-1' && e.matrix !== undefined && Object.keys(e.matrix).length > 0)
-    expect(new Set(staging.map((e) => e.matrix?.['cluster']))).toEqual(new Set(['staging']))
-    const errors = workflowCommands(run.output('wave-1')).filter((c) => c.name === 'error')
-    expect(errors.map((c) => c.line)).toEqual([expect.stringMatching(/^::error::The Kubernetes API server https:\/\/127\.0\.0\.1:\d+ rejected the credentials \(401 Unauthorized\)/)])
-    // The token was masked for the runner before anything could print it.
-    expect(workflowCommands(run.output('wave-1')).find((c) => c.name === 'add-mask')?.line).toBe('::add-mask::not-a-token')
-  })
+    expect(run.jobIds()).toEqual(['plan', 'wave-1', 'wave-2', 'summary', 'report'])
+    for (const job of run.jobIds()) expect(run.jobResults(job), job).toEqual(['success'])
+    expect(matrixClusters(run, 'wave-1')).toEqual(['staging'])
+    expect(matrixClusters(run, 'wave-2')).toEqual(['prod-eu'])
+    expect(span(run, 'wave-1')[1]).toBeLessThan(span(run, 'wave-2')[0])
 
-  it('gathers the fleet in the summary job: staging without a result, prod-eu not started, one check run', () => {
-    expect(run.jobResults('summary')).toEqual(['failure'])
-    const fleet = JSON.parse(run.stepOutputs('summary', 'summary')['fleet'] ?? '{}') as FleetOutput
-    expect(fleet.head).toBe(head)
-    expect(fleet.clusters.map(({ cluster, wave, state }) => ({ cluster, wave, state }))).toEqual([
-      { cluster: 'prod-eu', wave: 2, state: 'NotStarted' },
-      { cluster: 'staging', wave: 1, state: 'NoResult' },
+    const fleetOutput = JSON.parse(run.stepOutputs('summary', 'summary')['fleet'] ?? '{}') as FleetOutput
+    expect(fleetOutput.head).toBe(after)
+    expect(fleetOutput.clusters.map((c) => [c.cluster, c.wave, c.state, c.releases.map((r) => `${r.namespace}/${r.name}:${r.status}`)])).toEqual([
+      ['prod-eu', 2, 'Succeeded', [`${specs[1]?.namespace}/app:Upgraded`]],
+      ['staging', 1, 'Succeeded', [`${specs[0]?.namespace}/app:Upgraded`]],
     ])
-    expect(fleet.clusters[0]?.message).toBe('not started: wave 1 failed (staging)')
-    const [summary] = run.summaries('summary')
-    expect(summary).toContain('## helmrelease-trigger fleet: 2 of 2 clusters with work; 0 succeeded, 0 failed, 1 not started, 1 without result')
-    expect(summary).toContain(`planned once for 2 clusters in 2 waves`)
-    expect(api.checkRuns).toEqual([expect.objectContaining({ head_sha: head, name: 'helmrelease-trigger', status: 'completed', conclusion: 'failure' })])
+    // The caller's report job printed needs.fleet.outputs.fleet: the same JSON, through fleet.yml's outputs.
+    expect(JSON.parse(run.output('report').trim())).toEqual(fleetOutput)
+    expect(run.summaries('summary').join('\n')).toContain('## helmrelease-trigger fleet: 2 of 2 clusters with work; 2 succeeded')
+    expect(api.checkRuns.filter((c) => c.head_sha === after)).toEqual([expect.objectContaining({ status: 'completed', conclusion: 'success' })])
   })
 
-  it('stops the caller: the report job after the fleet does not run under act', () => {
-    // act difference: when a called workflow fails, act ends the caller's run, so the example's
-    // `report` job (needs: fleet, if: always()) never starts; GitHub's runner starts it and it
-    // prints needs.fleet.outputs.fleet. Nothing of ours depends on which one happens.
-    expect(run.jobIds()).not.toContain('report')
-    expect(run.stderr + run.text).toContain("Job '${{ matrix.cluster }}' failed")
+  it('stops at a failing wave: staging’s upgrade fails, prod-eu is never started, the summary says both', async () => {
+    const prodBefore = await requestedAt(specs[1]?.namespace ?? '')
+    const { run, after } = await fleet({ staging: 'three\nfail: rejected by the demo chart', 'prod-eu': 'three' })
+    expect(run.misreadCommands()).toEqual([])
+    expect(run.exitCode).not.toBe(0)
+    expect(run.jobResults('plan'), run.text).toEqual(['success'])
+    expect(run.jobResults('wave-1')).toEqual(['failure'])
+    expect(run.jobResults('summary')).toEqual(['failure'])
+    const errors = workflowCommands(run.output('wave-1')).filter((c) => c.name === 'error')
+    expect(errors.map((c) => c.line)).toContain(`::error::1 problem (fail-on: error): ${specs[0]?.namespace}/app: Failed (UpgradeFailed)`)
+
+    const fleetOutput = JSON.parse(run.stepOutputs('summary', 'summary')['fleet'] ?? '{}') as FleetOutput
+    expect(fleetOutput.head).toBe(after)
+    expect(fleetOutput.clusters.map((c) => [c.cluster, c.state, c.message ?? ''])).toEqual([
+      ['prod-eu', 'NotStarted', 'not started: wave 1 failed (staging)'],
+      ['staging', 'Failed', expect.any(String)],
+    ])
+    // staging's result reached the summary job through upload-artifact and download-artifact.
+    expect(fleetOutput.clusters[1]?.releases).toEqual([expect.objectContaining({ name: 'app', status: 'Failed', reason: 'UpgradeFailed' })])
+    expect(run.summaries('summary').join('\n')).toContain('rejected by the demo chart')
+    expect(api.checkRuns.filter((c) => c.head_sha === after)).toEqual([expect.objectContaining({ status: 'completed', conclusion: 'failure' })])
+    expect(await requestedAt(specs[1]?.namespace ?? '')).toBe(prodBefore)
+
+    // act difference: when a called workflow fails, act ends the caller's run, so the report job
+    // (needs: fleet, if: always()) and wave-2 (skipped on its `if:` on GitHub) leave no result;
+    // GitHub's runner runs the report job. Nothing of ours depends on which one happens.
+    expect(run.jobIds()).toEqual(['plan', 'wave-1', 'summary'])
   })
 })
