@@ -93,7 +93,9 @@ function span(run: ActRun, jobId: string): [number, number] {
 
 /** The matrix entries a job ran with (act logs each entry's lines with its matrix). */
 function matrixClusters(run: ActRun, jobId: string): unknown[] {
-  return [...new Set(run.entries.filter((e) => e.jobID === jobId && e.matrix !== undefined && Object.keys(e.matrix).length > 0).map((e) => e.matrix?.['cluster']))]
+  return [
+    ...new Set(run.entries.filter((e) => e.jobID === jobId && e.matrix !== undefined && Object.keys(e.matrix).length > 0).map((e) => e.matrix?.['cluster'])),
+  ]
 }
 
 describe('examples/fleet.yml under act, two clusters in two waves', () => {

@@ -201,7 +201,12 @@ function dotenv(secrets: Readonly<Record<string, string>>): string {
     .join('')
 }
 
-function run(command: string, args: readonly string[], cwd: string, env: Record<string, string>): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
