@@ -8,10 +8,10 @@
 // offline, resolve to the stand-ins in test/act/. act's JSON log is parsed into what the runner
 // saw: each job's result, each step's outputs, the job summaries and every printed line.
 
-import { spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { runProcess } from './action.ts'
 import { ensureBinaries, REPO_ROOT } from './cluster.ts'
 import type { GitHubApi } from './github-api.ts'
 import { createRepo, type Repo } from './repo.ts'
@@ -181,7 +181,7 @@ export async function runAct(options: ActOptions): Promise<ActRun> {
       HOME: home,
       ACT_DISABLE_VERSION_CHECK: '1',
     }
-    const { exitCode, stdout, stderr } = await run(binary, args, options.repo, env)
+    const { exitCode, stdout, stderr } = await runProcess(binary, args, options.repo, env)
     return actRun(exitCode, stdout, stderr)
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -199,23 +199,6 @@ function dotenv(secrets: Readonly<Record<string, string>>): string {
       return `${name}='${value}'\n`
     })
     .join('')
-}
-
-function run(
-  command: string,
-  args: readonly string[],
-  cwd: string,
-  env: Record<string, string>,
-): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ exitCode: code ?? -1, stdout, stderr }))
-  })
 }
 
 function actRun(exitCode: number, stdout: string, stderr: string): ActRun {
