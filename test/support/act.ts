@@ -212,9 +212,9 @@ function actRun(exitCode: number, stdout: string, stderr: string): ActRun {
     }
   }
   const of = (jobId: string): ActEntry[] => entries.filter((e) => e.jobID === jobId)
-  // act prints a step's lines with a trailing newline each; raw commands are logged without.
+  // act logs a step's lines, and the commands it took from them, each with its line ending.
   const line = (e: ActEntry): string | undefined =>
-    e.raw_output === true ? e.msg.replace(/\r?\n$/, '') : e.command !== undefined && e.raw !== undefined ? e.raw : undefined
+    e.raw_output === true ? e.msg.replace(/\r?\n$/, '') : e.command !== undefined && e.raw !== undefined ? e.raw.replace(/\r?\n$/, '') : undefined
   return {
     exitCode,
     entries,
@@ -237,9 +237,10 @@ function actRun(exitCode: number, stdout: string, stderr: string): ActRun {
       ),
     misreadCommands: () =>
       entries.flatMap((e) => {
-        if (e.raw === undefined || e.command === undefined) return []
-        const runner = workflowCommands(e.raw)[0]?.name
-        return runner === e.command ? [] : [`${e.raw} (act: ${e.command}, runner: ${runner ?? 'no command'})`]
+        const printed = line(e)
+        if (printed === undefined || e.raw_output === true) return []
+        const runner = workflowCommands(printed)[0]?.name
+        return runner === e.command ? [] : [`${printed} (act: ${e.command ?? ''}, runner: ${runner ?? 'no command'})`]
       }),
     summaries: (jobId) => of(jobId).flatMap((e) => (e.command === 'summary' && e.content !== undefined ? [e.content] : [])),
   }
