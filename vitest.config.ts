@@ -44,6 +44,19 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // Our workflows under a real Actions runner (act, built once from its Go module), on
+        // loopback; the runs that trigger use the same local cluster. scripts/test.sh runs it as a
+        // pass of its own.
+        test: {
+          name: 'act',
+          include: ['__tests__/act/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 })

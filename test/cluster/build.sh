@@ -5,9 +5,9 @@
 # module that pins them. A cached build is reused as is.
 #
 # Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
-# with it), cached the same way.
+# with it) and act (target `act`: the act tests run our workflows under it), cached the same way.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|registry|kustomize|sops|actionlint ...]
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|registry|kustomize|sops|actionlint|act ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -113,11 +113,16 @@ for t in "${targets[@]}"; do
       al_version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/rhysd/actionlint" { print $2; exit }' "$here/actionlint/go.mod")
       build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint "-X github.com/rhysd/actionlint.version=$al_version" "$al_version"
       ;;
+    act)
+      # act prints its version stamp (main.version) for --version; the pin is in go.mod.
+      act_version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/nektos/act" { print $2; exit }' "$here/act/go.mod")
+      build act act github.com/nektos/act "-X main.version=${act_version#v}" "${act_version#v}"
+      ;;
     kustomize)
       # `kustomize version` reads the stamp; the module version is the pin in go.mod.
       kv=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "sigs.k8s.io/kustomize/kustomize/v5" { print $2; exit }' "$here/kustomize/go.mod")
       build kustomize kustomize sigs.k8s.io/kustomize/kustomize/v5 "-X sigs.k8s.io/kustomize/api/provenance.version=$kv"
       ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, registry, kustomize, sops or actionlint)" >&2; exit 2 ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, registry, kustomize, sops, actionlint or act)" >&2; exit 2 ;;
   esac
 done

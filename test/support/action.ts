@@ -56,14 +56,15 @@ export async function runAction(options: ActionOptions): Promise<ActionRun> {
       ...options.env,
     }
     const entry = join(DIST_DIR, 'index.js')
-    const { exitCode, stdout, stderr } = await run(process.execPath, [entry], options.workspace, env)
+    const { exitCode, stdout, stderr } = await runProcess(process.execPath, [entry], options.workspace, env)
     return { exitCode, stdout, stderr, outputs: parseOutputs(readFileSync(files.output, 'utf8')), summary: readFileSync(files.summary, 'utf8') }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-function run(
+/** Runs a process to its end with exactly `env`, collecting what it prints. */
+export function runProcess(
   command: string,
   args: readonly string[],
   cwd: string,
