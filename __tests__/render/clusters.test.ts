@@ -19,6 +19,7 @@ import { ConfigurationError } from '../../src/lib/errors.ts'
 import { FakeCluster } from '../../test/support/fakes.ts'
 import { clusterValues, FLUX_GUIDE_REPOSITORY, FLUX_GUIDE_URL, fluxGuideCommit, fluxGuideRepository } from '../../test/support/flux-guide.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { fleetRepoFiles } from '../../test/support/fleet-repo.ts'
 import type { LocateCluster } from '../../src/modes/trigger/own-cluster.ts'
 
 const sandbox = createSandbox()
@@ -65,6 +66,29 @@ describe('a repository of two cluster trees with the same Flux names, planned wi
     expect(releases(prepared)).toEqual(['staging: minio/minio'])
     expect(prepared.plan.sources.map((s) => [s.cluster, s.id.replace(/-[a-z0-9]{10}$/, '-<hash>')])).toEqual([
       ['staging', 'ConfigMap/minio/minio-values-<hash>'],
+    ])
+  })
+
+  it('with flux-system/apps in both trees (flux bootstrap’s layout), a change in one cluster’s apps is that cluster’s only', async () => {
+    const repo = createRepo('hrt-clusters-')
+    repos.push(repo)
+    const specs = [
+      { name: 'eu', namespace: 'web', releases: ['web'] },
+      { name: 'us', namespace: 'web', releases: ['web'] },
+    ]
+    repo.write(fleetRepoFiles(specs, () => 'one'))
+    const base = repo.commit('two clusters')
+    repo.write(fleetRepoFiles(specs, (cluster) => (cluster === 'us' ? 'two' : 'one')))
+    const head = repo.commit('us only')
+    const settings = parseSettings(() => '')
+    const reader = await createGitReader({ cwd: repo.dir })
+    const render = renderRangeOf(settings, reader, { env: { GITHUB_REPOSITORY: FLUX_GUIDE_REPOSITORY }, sandbox })
+    const context = { eventName: 'push', event: { before: base, after: head }, sha: head, runUrl: undefined, refused: undefined }
+    const prepared = await preparePlan(triggerRunOptionsOf(settings), context, reader, render)
+    expect(prepared.clusters).toEqual(['eu', 'us'])
+    expect(releases(prepared)).toEqual(['us: web/web'])
+    expect(prepared.plan.sources.map((s) => [s.cluster, s.id, `${s.origin.file}:${s.origin.line}`])).toEqual([
+      ['us', 'ConfigMap/web/web-values', 'apps/us/web-values.yaml:13'],
     ])
   })
 
