@@ -23,7 +23,7 @@ import { fluxIgnoreRules, selects, type FluxIgnore } from './flux-ignore.ts'
 import type { IgnoreRule } from '../../core/field-path.ts'
 import { renderedObjects, type DesiredObject } from './rendered.ts'
 export { driftFailure, objectKey, ObjectState, ReleaseState, type Correction, type DriftReport, type ObjectDrift, type ReleaseDrift } from './verdict.ts'
-import { decodeRelease, latestEntry, storageSelector, storageTarget, StorageError, type StorageTarget } from './storage.ts'
+import { decodeRelease, latestEntry, storageSelector, storageTarget, StorageError, type StorageTarget } from '../../core/helm-storage.ts'
 import { compareText } from '../../lib/sort.ts'
 
 export interface DriftDeps {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import { driftFailure, runDrift, ReleaseState, type DriftReport } from '../../../../src/modes/drift/run.ts'
 import { driftCounts, driftHeadline, driftOutput, driftSummary, driftText } from '../../../../src/modes/drift/report.ts'
-import { encodeRelease } from '../../../../src/modes/drift/storage.ts'
+import { encodeRelease } from '../../../../src/core/helm-storage.ts'
 import { ForbiddenError } from '../../../../src/kube/api-error.ts'
 import type { Json, ObjectReader, ObjectRef, ResourceInfo, StorageSecret } from '../../../../src/kube/objects.ts'
 import { controllerReason, Reason, Status, type ReleaseResult } from '../../../../src/engine/result.ts'

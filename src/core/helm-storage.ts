@@ -1,5 +1,6 @@
 // Helm's storage as helm-controller writes it: which Secret holds a HelmRelease's latest
-// Helm release, and how to decode it. Pure: the Secrets are read in src/kube/objects.ts.
+// Helm release, and how to decode it. Pure: the Secrets are read in src/kube/ (drift's object
+// reader, the trigger's cluster client).
 //
 // helm-controller (v1.x) names the Helm release spec.releaseName, else
 // `<spec.targetNamespace>-<name>` when a target namespace is set, else the HelmRelease's
@@ -76,6 +77,11 @@ export function storageTarget(object: unknown): StorageTarget {
   }
 }
 
+/** The storage Secret of one revision of a release helm-controller has installed: `<storageNamespace>/sh.helm.release.v1.<name>.v<version>`. */
+export function revisionSecret(target: Pick<StorageTarget, 'storageNamespace' | 'releaseName'>, version: number): { namespace: string; name: string } {
+  return { namespace: target.storageNamespace, name: `sh.helm.release.v1.${target.releaseName}.v${version}` }
+}
+
 /** The label selector of one release's storage Secrets. */
 export function storageSelector(releaseName: string): string {
   return `owner=helm,name=${releaseName}`
@@ -99,7 +105,7 @@ export function latestEntry(releaseName: string, entries: readonly StorageEntry[
   return best
 }
 
-/** The decoded Helm release: only what drift needs (the chart and values are dropped). */
+/** The decoded Helm release: what drift and the deployed diff read (the chart's files are dropped). */
 export interface StoredRelease {
   readonly name: string
   readonly namespace: string
@@ -109,6 +115,10 @@ export interface StoredRelease {
   /** The rendered manifest: YAML documents separated by `---`. */
   readonly manifest: string
   readonly chart: string
+  /** The hooks Helm rendered, each its template path and manifest. */
+  readonly hooks: readonly { readonly path: string; readonly manifest: string }[]
+  /** The values given to this revision (helm-controller's merged valuesFrom and values), as stored. */
+  readonly config: Readonly<Record<string, unknown>>
 }
 
 /** A storage Secret that cannot be read as a Helm release. The message names the Secret and what is wrong, never its content. */
@@ -169,6 +179,8 @@ export function decodeRelease(secret: string, type: string | undefined, data: Re
     status,
     manifest: typeof manifest === 'string' ? manifest : '',
     chart: metadata['name'] === undefined ? '' : `${text(metadata['name'])}-${text(metadata['version'])}`,
+    hooks: (Array.isArray(r['hooks']) ? r['hooks'] : []).map((h) => ({ path: text(record(h)['path']), manifest: text(record(h)['manifest']) })),
+    config: record(r['config']),
   }
 }
 

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { decodeRelease, encodeRelease, latestEntry, shortenName, StorageError, storageSelector, storageTarget } from '../../../../src/modes/drift/storage.ts'
+import { decodeRelease, encodeRelease, latestEntry, shortenName, StorageError, storageSelector, storageTarget } from '../../../src/core/helm-storage.ts'
 
 const RELEASE = {
   name: 'app',
