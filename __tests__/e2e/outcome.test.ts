@@ -75,7 +75,16 @@ async function push(f: Fleet, files: Record<string, string>, inputs: Record<stri
 function parsed(
   run: ActionRun,
   name: string,
-): { name: string; status: string; reason: string; message: string; revisionBefore?: number; revisionAfter?: number; token?: string }[] {
+): {
+  name: string
+  status: string
+  reason: string
+  message: string
+  revisionBefore?: number
+  revisionAfter?: number
+  token?: string
+  deployed?: unknown
+}[] {
   return JSON.parse(run.outputs[name] ?? '[]')
 }
 
@@ -120,6 +129,22 @@ describe('trigger and wait, with the real helm-controller', () => {
     expect(await renderedGreeting(f.namespace)).toBe('bonjour')
     expect(run.summary).toContain('1 → 2')
     expect(run.summary).toContain('Upgraded')
+    // What the upgrade changed, read back from Helm's storage: the chart's ConfigMap and the values given.
+    expect(triggered?.deployed).toMatchObject({
+      from: 1,
+      to: 2,
+      objects: [
+        {
+          object: `ConfigMap ${f.namespace}/app`,
+          change: 'changed',
+          paths: expect.arrayContaining([{ path: 'data.greeting', change: 'changed', before: 'hello', after: 'bonjour' }]),
+        },
+      ],
+      values: [{ path: 'greeting', change: 'changed', before: 'hello', after: 'bonjour' }],
+      valuesHidden: false,
+    })
+    expect(run.summary).toContain('### What Helm deployed')
+    expect(run.stdout).toContain(`deployed ${f.namespace}/app revision 1 → 2: changes ConfigMap ${f.namespace}/app`)
   })
 
   it('triggers nothing for a comment-only edit', async () => {
@@ -134,6 +159,33 @@ describe('trigger and wait, with the real helm-controller', () => {
     expect(broken.summary).toContain('values rejected by the demo chart')
     const warnings = await cluster.core.listNamespacedEvent({ namespace: f.namespace, fieldSelector: 'reason=UpgradeFailed,type=Warning' })
     expect(warnings.items.map((e) => e.message).join('\n')).toContain('values rejected by the demo chart')
+  })
+})
+
+describe('the deployed diff when Helm storage loses the revision before during the upgrade', () => {
+  it('still shows what the upgrade changed: the revision before was read before the patch', async () => {
+    const f = await fleet('e2e-pruned')
+    fleets.push(f)
+    const storage = { namespace: f.namespace, name: 'sh.helm.release.v1.app.v1' }
+    // As a prune would (helm-controller's maxHistory on a later upgrade): revision 1 deleted once revision 2 is stored.
+    const pruned = cluster
+      .waitFor(async () => (await cluster.core.listNamespacedSecret({ namespace: f.namespace, labelSelector: 'owner=helm,version=2' })).items.length > 0, {
+        timeoutMs: 120_000,
+        message: 'Helm storage revision 2',
+      })
+      .then(() => cluster.core.deleteNamespacedSecret(storage))
+    const applied = new Promise<void>((resolve, reject) => setTimeout(() => cluster.applyValues(f.namespace, 'greeting: salut').then(resolve, reject), 3_000))
+    const run = await push(f, { 'apps/values.yaml': configMapManifest(f.namespace, 'greeting: salut') })
+    await Promise.all([applied, pruned])
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0)
+    const [triggered] = parsed(run, 'triggered')
+    expect(triggered).toMatchObject({ status: 'Upgraded', revisionBefore: 1, revisionAfter: 2 })
+    await expect(cluster.core.readNamespacedSecret(storage)).rejects.toThrow()
+    expect(triggered?.deployed).toMatchObject({
+      from: 1,
+      to: 2,
+      objects: [{ paths: expect.arrayContaining([{ path: 'data.greeting', change: 'changed', before: 'hello', after: 'salut' }]) }],
+    })
   })
 })
 

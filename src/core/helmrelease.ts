@@ -1,6 +1,7 @@
 // A typed view of a HelmRelease (helm.toolkit.fluxcd.io/v2) read from the API, built by
 // checking each field rather than casting: the API may hand us any shape.
 
+import { storageTarget, type StorageTarget } from './helm-storage.ts'
 import type { ReleaseManifest, SourceKind, ValuesReference } from './model.ts'
 
 export const HELMRELEASE = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases', kind: 'HelmRelease' } as const
@@ -32,6 +33,8 @@ export interface HelmRelease {
   /** The spec as read: checked against a planned spec change (the new generation has arrived). */
   readonly spec: Readonly<Record<string, unknown>>
   readonly status: HelmReleaseStatus
+  /** Where helm-controller keeps its Helm release (the storage Secrets). */
+  readonly storage: StorageTarget
 }
 
 export interface HelmReleaseStatus {
@@ -85,6 +88,7 @@ export function toHelmRelease(object: unknown): HelmRelease {
     valuesFrom: list(spec['valuesFrom']).flatMap(valuesReference),
     spec,
     status: toStatus(o['status']),
+    storage: storageTarget(object),
   }
 }
 

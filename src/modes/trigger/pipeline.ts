@@ -33,6 +33,7 @@ import {
 import { parseInParallel } from '../../git/parse-pool.ts'
 import { clusteredPlan, clusterKey, inCluster } from '../../core/cluster-plan.ts'
 import { clusterLocator, type LocateCluster } from './own-cluster.ts'
+import { readBefore, withDeployed } from './deployed.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
@@ -251,6 +252,8 @@ async function executeOn(prepared: PreparedPlan, settings: TriggerRunOptions, co
   // read before anything is written, so a missing key fails the run with the cluster untouched.
   const digestKey = await digestKeyFor(cluster, plan, settings, deps.log)
   const baseline = await baselineOf(cluster, plan, settings)
+  // Read before any patch: helm-controller may prune it (maxHistory) once the upgrade lands.
+  const deployedBefore = await readBefore(cluster, [...baseline.values()], settings.maxConcurrency)
   const sources = await applySources(cluster, plan, manifestsOf(prepared, settings), range.head, settings, deadline, deps)
   const unapplied = new Map(sources.filter((s) => !s.applied).map((s) => [s.id, s.message]))
   if (digestKey !== undefined) plan = await keySecretReads(cluster, plan, digestKey, settings)
@@ -306,9 +309,8 @@ async function executeOn(prepared: PreparedPlan, settings: TriggerRunOptions, co
   await recorded
   await recordFailures(waited, triggered, context, recorder)
 
-  const results = withChanges([...settled, ...waited], plan, chartFetch.revisions())
-    .map(withoutSecretDigests)
-    .sort(byReleaseKey)
+  const changed = withChanges([...settled, ...waited], plan, chartFetch.revisions()).map(withoutSecretDigests)
+  const results = (await withDeployed(cluster, changed, deployedBefore, baseline, settings.maxConcurrency)).sort(byReleaseKey)
   return { ...base, plan, planOnly: undefined, sources, results }
 }
 

@@ -13,6 +13,11 @@ import { shownDigest } from '../../core/digest.ts'
 import type { Annotation, ModeResult } from '../mode.ts'
 import type { Digest, SourceId } from '../../core/model.ts'
 import { clusterSections, quietClusters, underCluster } from './cluster-sections.ts'
+import { deployedMarkdown, deployedText } from './deployed-report.ts'
+import type { DeployedDiff } from '../../core/deployed-diff.ts'
+
+/** The job summary's room for the deployed diff's details (GitHub allows 1 MiB per step). */
+const SUMMARY_DEPLOYED_BUDGET = 400_000
 
 export const ICON: Readonly<Record<Status, string>> = {
   Triggered: '🚀',
@@ -39,6 +44,8 @@ export interface OutputEntry extends ReleaseRef {
   readonly revisionAfter?: number
   /** Its chart source changed: which one and the artifact revision source-controller fetched. */
   readonly chart?: { readonly source: string; readonly revision?: string }
+  /** What the upgrade changed, from Helm's storage: objects and paths, values (a Secret's as paths only). */
+  readonly deployed?: DeployedDiff
 }
 
 export interface Outputs {
@@ -61,6 +68,7 @@ export function outputsOf(report: TriggerReport): Outputs {
     ...(r.revisionBefore === undefined ? {} : { revisionBefore: r.revisionBefore }),
     ...(r.revisionAfter === undefined ? {} : { revisionAfter: r.revisionAfter }),
     ...(r.chart === undefined ? {} : { chart: { source: r.chart.source, ...(r.chart.revision === undefined ? {} : { revision: r.chart.revision }) } }),
+    ...(r.deployed === undefined ? {} : { deployed: r.deployed }),
   })
   return {
     triggered: report.results.filter((r) => TRIGGERED.has(r.status)).map(entry),
@@ -169,6 +177,8 @@ function summaryBody(report: TriggerReport): string[] {
   const lines: string[] = []
   if (report.range !== undefined) lines.push('', ...planTable(report.plan), ...specTable(report.plan.releases))
   if (report.results.length > 0) lines.push('', ...resultTable(report))
+  const deployed = deployedMarkdown(report.results, SUMMARY_DEPLOYED_BUDGET)
+  if (deployed.length > 0) lines.push('', ...deployed)
   const values = valueChanges(report.plan.sources)
   if (values.length > 0) lines.push('', ...values)
   const unapplied = report.sources.filter((s) => !s.applied)
@@ -355,6 +365,8 @@ function textBody(report: TriggerReport): string[] {
     const rows = report.results.map((r) => [releaseKey(r), r.status, r.reason, revision(r), formatDuration(r.durationMs), r.message])
     out.push('', ...columns([['RELEASE', 'RESULT', 'REASON', 'REVISION', 'DURATION', 'DETAILS'], ...rows]))
   }
+  const deployed = deployedText(report.results)
+  if (deployed.length > 0) out.push('', ...deployed)
   for (const s of report.sources.filter((x) => !x.applied)) out.push(`error: ${s.message}`)
   for (const p of report.problems) out.push(`${p.severity}: ${location(p)}: ${p.message}`)
   return out

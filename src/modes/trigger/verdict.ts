@@ -9,6 +9,7 @@ import { cell, code, location } from '../../lib/text.ts'
 import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
 import { clusterSections, underCluster } from './cluster-sections.ts'
+import { deployedMarkdown } from './deployed-report.ts'
 import { failureOf, fieldList, inClusterText, planHeadline, quietLine, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
@@ -19,6 +20,8 @@ export interface VerdictContext {
 /** Room for the table in a check's summary or a comment (GitHub: 65,535), leaving space for the rest. */
 const TABLE_BUDGET = 40_000
 const VALUES_BUDGET = 15_000
+/** The deployed diff's details: every release keeps its headline, paths fill this much. */
+const DEPLOYED_BUDGET = 6_000
 
 export function triggerVerdict(report: TriggerReport, context: VerdictContext): Verdict {
   const title = verdictTitle(report)
@@ -66,6 +69,7 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
 /** What happened to each release, the values changed, and the problems: the check's and the comment's body, for one cluster or all. */
 function outcomeSection(report: TriggerReport, share: number): string[] {
   const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET / share)
+  const deployed = deployedMarkdown(report.results, DEPLOYED_BUDGET / share)
   const values = fit(valueChanges(report.plan.sources), VALUES_BUDGET / share)
   const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
   const problems = report.problems.map(
@@ -73,6 +77,7 @@ function outcomeSection(report: TriggerReport, share: number): string[] {
   )
   return [
     ...section(releases),
+    ...section(deployed),
     ...section(values),
     ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
     ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
