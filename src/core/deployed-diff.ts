@@ -16,17 +16,18 @@ export type DeployedDiff =
       readonly objects: readonly ObjectChange[]
       readonly hooks: readonly ObjectChange[]
       readonly values: readonly PathChange[]
-      /** The release reads a Secret: value changes are shown by path only. */
+      /** The release reads a Secret: every change (objects, hooks, values) is shown by path only. */
       readonly valuesHidden: boolean
       /** Chart-label changes folded into this count. */
       readonly folded: number
     }
   | { readonly unavailable: string }
 
+/** `valuesHidden`: the release reads a Secret, so no value is shown anywhere: a chart may write a Secret's value into any object. */
 export function deployedDiff(before: StoredRelease, after: StoredRelease, valuesHidden: boolean): DeployedDiff {
   const namespace = after.namespace || before.namespace
-  const manifest = diffManifests(before.manifest, after.manifest, namespace)
-  const hooks = diffManifests(hookManifest(before), hookManifest(after), namespace)
+  const manifest = diffManifests(before.manifest, after.manifest, namespace, valuesHidden)
+  const hooks = diffManifests(hookManifest(before), hookManifest(after), namespace, valuesHidden)
   return {
     from: before.version,
     to: after.version,

@@ -42,8 +42,12 @@ const CHART_LABELS = new Set(['helm.sh/chart', 'app.kubernetes.io/version'])
 
 type Json = Readonly<Record<string, unknown>>
 
-/** Two manifests (YAML documents, as Helm stores them) compared; `namespace` is the release's, for objects that name none. */
-export function diffManifests(before: string, after: string, namespace: string): ManifestDiff {
+/**
+ * Two manifests (YAML documents, as Helm stores them) compared; `namespace` is the release's, for
+ * objects that name none. `hidden`: paths only, no value (a chart can write any value it was given,
+ * one read from a Secret too, into any object).
+ */
+export function diffManifests(before: string, after: string, namespace: string, hidden = false): ManifestDiff {
   const a = objectsOf(before, namespace)
   const b = objectsOf(after, namespace)
   const objects: ObjectChange[] = []
@@ -56,8 +60,7 @@ export function diffManifests(before: string, after: string, namespace: string):
     else if (is === undefined) objects.push({ object: id, kind, change: 'removed', paths: [] })
     else {
       const paths: PathChange[] = []
-      const secret = kind === 'Secret'
-      compare(was, is, '', paths, secret)
+      compare(was, is, '', paths, hidden)
       const shown = paths.filter((p) => !isChartLabel(p.path))
       folded += paths.length - shown.length
       if (shown.length > 0) objects.push({ object: id, kind, change: 'changed', paths: shown })
@@ -202,12 +205,10 @@ export function headlineOf(diff: ManifestDiff): string[] {
   const immutable = diff.objects.flatMap((o) => o.paths.filter((p) => IMMUTABLE.some((re) => re.test(p.path))).map((p) => `${o.object} ${p.path}`))
   if (immutable.length > 0) out.push(`changes immutable fields: ${list(immutable)}`)
   const images = diff.objects.flatMap((o) =>
-    o.paths.filter((p) => /containers\[name=[^\]]*\]\.image$/.test(p.path)).map((p) => `${containerOf(p.path)} ${p.before ?? '—'} → ${p.after ?? '—'}`),
+    o.paths.filter((p) => /containers\[name=[^\]]*\]\.image$/.test(p.path)).map((p) => `${containerOf(p.path)} ${fromTo(p)}`),
   )
   if (images.length > 0) out.push(`images: ${list(images)}`)
-  const replicas = diff.objects.flatMap((o) =>
-    o.paths.filter((p) => p.path === 'spec.replicas').map((p) => `${o.object} ${p.before ?? '—'} → ${p.after ?? '—'}`),
-  )
+  const replicas = diff.objects.flatMap((o) => o.paths.filter((p) => p.path === 'spec.replicas').map((p) => `${o.object} ${fromTo(p)}`))
   if (replicas.length > 0) out.push(`replicas: ${list(replicas)}`)
   const rolls = diff.objects.filter((o) => WORKLOADS.has(o.kind) && o.paths.some((p) => p.path.startsWith('spec.template.')))
   if (rolls.length > 0) out.push(`rolls out ${list(rolls.map((o) => o.object))}`)
@@ -218,6 +219,11 @@ export function headlineOf(diff: ManifestDiff): string[] {
   const other = diff.objects.filter((o) => o.change === 'changed' && !rolls.includes(o) && !RBAC.has(o.kind))
   if (other.length > 0) out.push(`changes ${list(other.map((o) => o.object))}`)
   return out
+}
+
+/** `a → b`, or the change alone when the values are hidden. */
+function fromTo(p: PathChange): string {
+  return p.before === undefined && p.after === undefined ? p.change : `${p.before ?? '—'} → ${p.after ?? '—'}`
 }
 
 function containerOf(path: string): string {

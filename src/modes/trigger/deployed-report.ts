@@ -29,7 +29,8 @@ export function deployedMarkdown(results: readonly ReleaseResult[], budget: numb
       continue
     }
     const headline = d.headline.length === 0 ? 'no object changed' : d.headline.map(cell).join('; ')
-    lines.push(`- ${code(releaseKey(r))} revision ${d.from} → ${d.to}: ${headline}`)
+    const hidden = d.valuesHidden ? ' (values not shown: the release reads a Secret)' : ''
+    lines.push(`- ${code(releaseKey(r))} revision ${d.from} → ${d.to}: ${headline}${hidden}`)
     const details = [
       ...d.objects.flatMap((o) => objectLines(o, '')),
       ...d.hooks.flatMap((o) => objectLines(o, 'hook ')),

@@ -77,13 +77,19 @@ describe('the deployed diff of a trigger run', () => {
     })
   })
 
-  it('shows value paths only when the release reads a Secret', async () => {
+  it('shows paths only, in the values and in every object, when the release reads a Secret: a chart may write its value anywhere', async () => {
     const cluster = new FakeCluster()
-    cluster.setSource({ kind: 'Secret', namespace: 'apps', name: 'sh.helm.release.v1.web.v1' }, stored(1, '1', { password: 'hunter2' }))
-    cluster.setSource({ kind: 'Secret', namespace: 'apps', name: 'sh.helm.release.v1.web.v2' }, stored(2, '1', { password: 'swordfish' }))
+    // The chart writes the password into the container image tag's place, as a chart may.
+    cluster.setSource({ kind: 'Secret', namespace: 'apps', name: 'sh.helm.release.v1.web.v1' }, stored(1, 'hunter2', { password: 'hunter2' }))
+    cluster.setSource({ kind: 'Secret', namespace: 'apps', name: 'sh.helm.release.v1.web.v2' }, stored(2, 'swordfish', { password: 'swordfish' }))
     const release = live([{ kind: 'Secret', name: 'web-auth' }])
     const [diffed] = await withDeployed(cluster, [result], await readBefore(cluster, [release], 4), new Map([['apps/web', release]]), 4)
-    expect(diffed?.deployed).toMatchObject({ values: [{ path: 'password', change: 'changed' }], valuesHidden: true })
+    expect(diffed?.deployed).toMatchObject({
+      headline: ['images: web changed', 'rolls out Deployment apps/web'],
+      objects: [{ paths: [{ path: 'spec.template.spec.containers[name=web].image', change: 'changed' }] }],
+      values: [{ path: 'password', change: 'changed' }],
+      valuesHidden: true,
+    })
     expect(JSON.stringify(diffed)).not.toMatch(/hunter2|swordfish/)
   })
 
