@@ -102,10 +102,25 @@ describe('latest storage Secret', () => {
 })
 
 describe('decodeRelease', () => {
-  it('decodes base64 → base64 → gzip → JSON and keeps only what drift needs (no values)', () => {
-    const stored = decodeRelease(SECRET, TYPE, { release: encodeRelease(RELEASE) })
-    expect(stored).toEqual({ name: 'app', namespace: 'apps', version: 3, status: 'deployed', manifest: '---\nkind: ConfigMap\n', chart: 'demo-0.1.0' })
-    expect(JSON.stringify(stored)).not.toContain('hunter2')
+  it('decodes base64 → base64 → gzip → JSON and keeps the manifest, the hooks and the values given, never the chart’s files', () => {
+    const release = {
+      ...RELEASE,
+      hooks: [{ name: 'migrate', path: 'demo/templates/job.yaml', manifest: 'kind: Job\n' }],
+      chart: { ...RELEASE.chart, templates: [{ name: 'templates/secret.yaml', data: 'c2VjcmV0' }] },
+    }
+    const stored = decodeRelease(SECRET, TYPE, { release: encodeRelease(release) })
+    expect(stored).toEqual({
+      name: 'app',
+      namespace: 'apps',
+      version: 3,
+      status: 'deployed',
+      manifest: '---\nkind: ConfigMap\n',
+      chart: 'demo-0.1.0',
+      hooks: [{ path: 'demo/templates/job.yaml', manifest: 'kind: Job\n' }],
+      // The deployed diff compares them; shown by path only when the release reads a Secret.
+      config: { password: 'hunter2' },
+    })
+    expect(JSON.stringify(stored)).not.toContain('c2VjcmV0')
   })
 
   it('reads a release stored without gzip, as Helm does', () => {
