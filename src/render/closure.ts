@@ -60,9 +60,7 @@ export async function closureOf(view: TreeView, start: string, components: reado
     // No kustomization file: Flux generates one listing the directory's YAML, nested
     // kustomization directories included; the whole directory is already in the closure.
     if (file === undefined) return
-    const text = (await view.text(file)) ?? ''
-    if (!parsed.has(text)) parsed.set(text, parseKustomization(text))
-    const value = parsed.get(text)
+    const value = kustomizationOf((await view.text(file)) ?? '', parsed)
     if (isRecord(value)) for (const ref of references(value)) await visitReference(dir, ref, file)
     kustomizations.push(file)
   }
@@ -84,12 +82,27 @@ export async function closureOf(view: TreeView, start: string, components: reado
   return { directories, files, outside, kustomizations, includedBy }
 }
 
+/** A kustomization file's content, parsed once per text (`parsed` is the cache); undefined when it does not parse. */
+export function kustomizationOf(text: string, parsed: Map<string, unknown>): unknown {
+  if (!parsed.has(text)) parsed.set(text, parseKustomization(text))
+  return parsed.get(text)
+}
+
 function parseKustomization(text: string): unknown {
   try {
     return parseDocument(text).toJS()
   } catch {
     return undefined
   }
+}
+
+/** The files a configMapGenerator or secretGenerator entry reads, relative to its kustomization file: `files` (after a `key=`), `envs`, `env`. */
+export function generatorSources(entry: Readonly<Record<string, unknown>>): string[] {
+  return [
+    ...strings(entry.files).map((file) => (file.includes('=') ? file.slice(file.indexOf('=') + 1) : file)),
+    ...strings(entry.envs),
+    ...(typeof entry.env === 'string' ? [entry.env] : []),
+  ]
 }
 
 interface Reference {
@@ -100,7 +113,6 @@ interface Reference {
 /** Every local path a kustomization file names. */
 function references(k: Record<string, unknown>): Reference[] {
   const out: Reference[] = []
-  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [])
   const pathLike = (value: string): boolean => value !== '' && !value.includes('\n') && !/^\s*[\w.-]+\s*:/.test(value)
   for (const field of ['resources', 'bases', 'components']) for (const path of strings(k[field])) out.push({ path, maybeDirectory: true })
   for (const field of ['crds', 'configurations', 'transformers', 'generators', 'validators', 'patchesStrategicMerge'])
@@ -112,11 +124,13 @@ function references(k: Record<string, unknown>): Reference[] {
   }
   for (const field of ['configMapGenerator', 'secretGenerator']) {
     for (const entry of Array.isArray(k[field]) ? k[field] : []) {
-      if (!isRecord(entry)) continue
-      for (const file of strings(entry.files)) out.push({ path: file.includes('=') ? file.slice(file.indexOf('=') + 1) : file, maybeDirectory: false })
-      for (const env of [...strings(entry.envs), ...(typeof entry.env === 'string' ? [entry.env] : [])]) out.push({ path: env, maybeDirectory: false })
+      if (isRecord(entry)) for (const path of generatorSources(entry)) out.push({ path, maybeDirectory: false })
     }
   }
   if (isRecord(k.openapi) && typeof k.openapi.path === 'string') out.push({ path: k.openapi.path, maybeDirectory: false })
   return out
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
 }
