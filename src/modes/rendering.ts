@@ -52,9 +52,7 @@ export function renderRangeOf(settings: Settings, git: GitReader, options: Rende
       return { rendered: renderedOf(result), reading: readingOf(result, repository, settings.clusterRoot) }
     }
     // A repository of several cluster trees: each rendered apart, sharing the commits and kustomize's outputs.
-    const cache = options.cache ?? new RenderCache()
-    try {
-      const trees = await render.roots(range, cache)
+    return withTrees(render, range, options, async (trees, cache) => {
       if (trees.length < 2) {
         const { result, repository } = await render(range, undefined, cache)
         return { rendered: renderedOf(result), reading: readingOf(result, repository, undefined) }
@@ -76,9 +74,22 @@ export function renderRangeOf(settings: Settings, git: GitReader, options: Rende
         reading: `Read as Flux applies it, one cluster tree at a time: ${trees.length} cluster trees found (${names}).`,
         clusters,
       }
-    } finally {
-      if (options.cache === undefined) await cache.close()
-    }
+    })
+  }
+}
+
+/** `use` given the range's cluster trees and the cache their renders share: the run's, else one for this call, closed after. */
+async function withTrees<T>(
+  render: RenderResult,
+  range: Range,
+  options: RenderingOptions,
+  use: (trees: ClusterSpec[], cache: RenderCache) => Promise<T>,
+): Promise<T> {
+  const cache = options.cache ?? new RenderCache()
+  try {
+    return await use(await render.roots(range, cache), cache)
+  } finally {
+    if (options.cache === undefined) await cache.close()
   }
 }
 
@@ -97,15 +108,11 @@ export function renderCommitOf(settings: Settings, git: GitReader, options: Rend
   return async (head) => {
     const range: Range = { base: undefined, head, fullSync: true, notes: [] }
     if (settings.clusterRoot !== undefined) return renderedOf((await render(range, settings.clusterRoot)).result)?.head
-    const cache = options.cache ?? new RenderCache()
-    try {
-      const trees = await render.roots(range, cache)
+    return withTrees(render, range, options, async (trees, cache) => {
       if (trees.length < 2) return renderedOf((await render(range, undefined, cache)).result)?.head
       const heads = await Promise.all(trees.map(async (tree) => renderedOf((await render(range, tree.root, cache)).result)?.head))
       return joined(heads.filter((h): h is RenderedRepository => h !== undefined))
-    } finally {
-      if (options.cache === undefined) await cache.close()
-    }
+    })
   }
 }
 

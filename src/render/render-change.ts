@@ -228,12 +228,7 @@ async function renderCommit(commit: Commit, ctx: RenderContext): Promise<Rendere
     const key = specKey(k)
     let found = closures.get(key)
     if (found === undefined) {
-      found = (async () => {
-        const tree = commit.source(k, ctx.identity)
-        if (tree === undefined) return undefined
-        const components = Array.isArray(k.spec.components) ? k.spec.components.filter((c): c is string => typeof c === 'string') : []
-        return closureOf(tree.view, k.path, components, ctx.parsed)
-      })()
+      found = closureAt(commit, k, ctx.identity, ctx.parsed)
       closures.set(key, found)
     }
     return found
@@ -360,6 +355,14 @@ async function withSiblingValues(
   )
 }
 
+/** The closure of `k`'s build at `commit` (its path and Flux's components); undefined when its source is not this repository's. */
+async function closureAt(commit: Commit, k: FluxKustomization, identity: Identity, parsed: Map<string, unknown>): Promise<Closure | undefined> {
+  const tree = commit.source(k, identity)
+  if (tree === undefined) return undefined
+  const components = Array.isArray(k.spec.components) ? k.spec.components.filter((c): c is string => typeof c === 'string') : []
+  return closureOf(tree.view, k.path, components, parsed)
+}
+
 /** Roots: written Kustomizations no other written Kustomization's closure holds. */
 async function rootsOf(
   written: readonly Written<FluxKustomization>[],
@@ -380,13 +383,8 @@ export async function clusterRoots(reader: TreeReader, options: RenderChangeOpti
     [range.head, range.base].map(async (commit) => {
       if (commit === undefined) return []
       const written = commit.scan.kustomizations.filter((k) => readsRepository(k.value, identity))
-      const closure = async (k: FluxKustomization): Promise<Closure | undefined> => {
-        const tree = commit.source(k, identity)
-        if (tree === undefined) return undefined
-        const components = Array.isArray(k.spec.components) ? k.spec.components.filter((c): c is string => typeof c === 'string') : []
-        return closureOf(tree.view, k.path, components, range.parsed)
-      }
-      return clusterTrees(await rootsOf(written, closure), commit.scan.gitRepositories, identity.gitRepositories)
+      const roots = await rootsOf(written, (k) => closureAt(commit, k, identity, range.parsed))
+      return clusterTrees(roots, commit.scan.gitRepositories, identity.gitRepositories)
     }),
   )
   const byRoot = new Map(found.flat().map((c) => [c.root, c]))

@@ -152,7 +152,7 @@ export async function preparePlan(
   }
   const rendered = read?.rendered
   if (rendered !== undefined && rendered.head.kustomizations.length > 0) {
-    const plan = planRendered({ base: rendered.base, head: rendered.head, fullSync: range.fullSync, options })
+    const plan = planOf(rendered, range, options)
     const named = read?.cluster === undefined ? plan : inCluster(plan, read.cluster)
     return { range, plan: noting(named, read?.reading), headFiles: [], rendered, ...(read?.cluster === undefined ? {} : { clusters: [read.cluster] }) }
   }
