@@ -1,4 +1,4 @@
-// The sandboxed renderer: Flux's own kustomize code (and, later, Helm's template engine) compiled to
+// The sandboxed renderer: Flux's own kustomize code and Helm's template engine (helm.go) compiled to
 // WebAssembly (wasip1) and run in-process by the TypeScript host (src/sandbox/). It is a reactor:
 // the host calls _initialize once, then hrt_call for each request. A request and its answer are
 // JSON; the files a build reads are in the host's in-memory WASI filesystem, which holds nothing
@@ -47,15 +47,19 @@ func hrtCall(ptr, size uint32) uint64 {
 
 // A request names one operation and carries its input; the answer carries its output or an error.
 type envelope struct {
-	Op        string            `json:"op"`
-	Build     *buildRequest     `json:"build,omitempty"`
-	PostBuild *postBuildRequest `json:"postBuild,omitempty"`
+	Op        string               `json:"op"`
+	Build     *buildRequest        `json:"build,omitempty"`
+	PostBuild *postBuildRequest    `json:"postBuild,omitempty"`
+	Helm      *helmTemplateRequest `json:"helmTemplate,omitempty"`
+	Version   *chartVersionRequest `json:"chartVersion,omitempty"`
 }
 
 type reply struct {
-	Build     *buildAnswer     `json:"build,omitempty"`
-	PostBuild *postBuildAnswer `json:"postBuild,omitempty"`
-	Error     string           `json:"error,omitempty"`
+	Build     *buildAnswer        `json:"build,omitempty"`
+	PostBuild *postBuildAnswer    `json:"postBuild,omitempty"`
+	Helm      *helmTemplateAnswer `json:"helmTemplate,omitempty"`
+	Version   *chartVersionAnswer `json:"chartVersion,omitempty"`
+	Error     string              `json:"error,omitempty"`
 }
 
 func handle(request []byte) []byte {
@@ -71,6 +75,12 @@ func handle(request []byte) []byte {
 		case in.Op == "postBuild" && in.PostBuild != nil:
 			answer := postBuild(*in.PostBuild)
 			out.PostBuild = &answer
+		case in.Op == "helmTemplate" && in.Helm != nil:
+			answer := helmTemplate(*in.Helm)
+			out.Helm = &answer
+		case in.Op == "chartVersion" && in.Version != nil:
+			answer := chartVersion(*in.Version)
+			out.Version = &answer
 		default:
 			out.Error = fmt.Sprintf("unknown operation %q, or its input is missing", in.Op)
 		}

@@ -1,6 +1,8 @@
 // What the host and the renderer module (renderer/, Go compiled to WebAssembly) say to each
 // other: one JSON request, one JSON answer, field for field the Go types of renderer/main.go,
-// build.go and postbuild.go. The files a build reads travel beside the request, never in it.
+// build.go, postbuild.go, helm.go and chart-version.go. The files a build reads travel beside the request, never in it.
+
+import type { ValuesFromEntry } from '../core/release-input.ts'
 
 /** A source's files by path (forward slashes, relative to the source's root). */
 export type SourceFiles = readonly (readonly [path: string, bytes: Uint8Array])[]
@@ -57,13 +59,83 @@ export interface PostBuildAnswer {
   readonly error?: string
 }
 
+/**
+ * One release rendered as helm-controller installs or upgrades it (renderer/helm.go): values
+ * composed by Flux's chartutil, Helm's engine, then helm-controller's post-renderers. The
+ * chart's files travel beside the request: a directory of them, or one archive (`archive`).
+ */
+export interface HelmTemplateRequest {
+  /** The chart archive's file name among the files; absent: the files are the chart's directory. */
+  readonly archive?: string
+  readonly release: string
+  readonly namespace: string
+  readonly revision: number
+  readonly isUpgrade: boolean
+  /** The HelmRelease: valuesFrom reads its namespace, the origin labels name it. */
+  readonly owner: { readonly name: string; readonly namespace: string }
+  readonly values?: Readonly<Record<string, unknown>>
+  readonly valuesFrom?: readonly ValuesFromEntry[]
+  /** The ConfigMaps and Secrets valuesFrom may read, as the cluster would hold them. */
+  readonly objects?: readonly Readonly<Record<string, unknown>>[]
+  readonly kubeVersion?: string
+  readonly apiVersions?: readonly string[]
+  readonly postRenderers?: readonly unknown[]
+  readonly commonMetadata?: unknown
+  readonly postRenderStrategy?: string
+  /** The version helm-controller gives the chart (an OCI digest suffix); absent: Chart.yaml's. */
+  readonly chartVersion?: string
+  readonly skipSchemaValidation?: boolean
+}
+
+export interface RenderedHook {
+  readonly name: string
+  readonly kind: string
+  readonly path: string
+  readonly manifest: string
+  readonly events: readonly string[]
+  readonly weight: number
+}
+
+export interface HelmTemplateAnswer {
+  /** What Helm stores as the release's manifest: post-rendered, no hooks, no CRDs. */
+  readonly manifest?: string
+  readonly hooks?: readonly RenderedHook[]
+  readonly crds?: readonly { readonly path: string; readonly manifest: string }[]
+  readonly notes?: string
+  /** The composed values (Helm storage's `config`). */
+  readonly values?: Readonly<Record<string, unknown>>
+  /** A template calls `lookup`, which returns nothing in the sandbox. */
+  readonly usesLookup?: boolean
+  readonly chartName?: string
+  readonly chartVersion?: string
+  readonly error?: string
+  /** Where it failed: composing the values, loading the chart, or rendering. */
+  readonly stage?: 'values' | 'chart' | 'render'
+}
+
+/** A chart version picked from a Helm repository index as source-controller picks it (renderer/chart-version.go). */
+export interface ChartVersionRequest {
+  readonly versions: readonly string[]
+  readonly constraint: string
+}
+
+export interface ChartVersionAnswer {
+  readonly version?: string
+  readonly error?: string
+}
+
 /** One request: an operation and its input (renderer/main.go's envelope). */
 export type Request =
-  { readonly op: 'build'; readonly build: BuildRequest & { readonly root: string } } | { readonly op: 'postBuild'; readonly postBuild: PostBuildRequest }
+  | { readonly op: 'build'; readonly build: BuildRequest & { readonly root: string } }
+  | { readonly op: 'postBuild'; readonly postBuild: PostBuildRequest }
+  | { readonly op: 'helmTemplate'; readonly helmTemplate: HelmTemplateRequest & { readonly root: string } }
+  | { readonly op: 'chartVersion'; readonly chartVersion: ChartVersionRequest }
 
 export interface Reply {
   readonly build?: BuildAnswer
   readonly postBuild?: PostBuildAnswer
+  readonly helmTemplate?: HelmTemplateAnswer
+  readonly chartVersion?: ChartVersionAnswer
   readonly error?: string
 }
 
@@ -77,7 +149,7 @@ export interface WorkerStart {
 export interface WorkerTask {
   readonly id: number
   readonly request: Request
-  /** The files of the source the request reads, laid out under `request.build.root`. */
+  /** The files the request reads (a source's, a chart's), laid out under the request's `root`. */
   readonly files?: SourceFiles
 }
 

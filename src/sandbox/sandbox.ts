@@ -1,5 +1,5 @@
 // The sandboxed renderer, as the rest of the program sees it: Flux's kustomize code (and the
-// generated kustomization.yaml, postBuild substitution, commonMetadata) run in WebAssembly
+// generated kustomization.yaml, postBuild substitution, commonMetadata) and Helm's engine run in WebAssembly
 // instances on worker threads, each seeing only the files of one build (worker.ts). A request
 // gets an answer, never an exception, whatever the repository holds: a build past its deadline
 // ends its thread, one past its memory maximum ends its instance, and either is the answer's
@@ -10,6 +10,10 @@ import { Worker } from 'node:worker_threads'
 import type {
   BuildAnswer,
   BuildRequest,
+  ChartVersionAnswer,
+  ChartVersionRequest,
+  HelmTemplateAnswer,
+  HelmTemplateRequest,
   PostBuildAnswer,
   PostBuildRequest,
   Reply,
@@ -26,6 +30,10 @@ export interface Sandbox {
   build(request: BuildRequest, files: SourceFiles): Promise<BuildAnswer>
   /** Flux's postBuild substitution and commonMetadata on a build's output. */
   postBuild(request: PostBuildRequest): Promise<PostBuildAnswer>
+  /** One release rendered as helm-controller renders it, from a chart holding `files`. */
+  helmTemplate(request: HelmTemplateRequest, files: SourceFiles): Promise<HelmTemplateAnswer>
+  /** A chart version picked from a Helm repository index's versions, as source-controller picks it. */
+  chartVersion(request: ChartVersionRequest): Promise<ChartVersionAnswer>
   /** Starts loading the module and one instance ahead of the first request. */
   warm(): void
   /** Ends every thread. */
@@ -152,6 +160,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     postBuild: async (request) => {
       const reply = await ask({ op: 'postBuild', postBuild: request })
       return reply.postBuild ?? { error: reply.error ?? 'the renderer gave no answer' }
+    },
+    helmTemplate: async (request, files) => {
+      const reply = await ask({ op: 'helmTemplate', helmTemplate: { ...request, root: '' } }, files)
+      return reply.helmTemplate ?? { error: reply.error ?? 'the renderer gave no answer' }
+    },
+    chartVersion: async (request) => {
+      const reply = await ask({ op: 'chartVersion', chartVersion: request })
+      return reply.chartVersion ?? { error: reply.error ?? 'the renderer gave no answer' }
     },
     warm: () => {
       if (threads.size === 0 && !closed) start()

@@ -69,9 +69,10 @@ port.on('message', (message: WorkerStart | WorkerTask) => {
 function run(exports: Exports, task: WorkerTask): WorkerResult {
   const name = `t${task.id}`
   let request = task.request
-  if (task.files !== undefined && request.op === 'build') {
+  if (task.files !== undefined) {
     root.set(name, tree(task.files))
-    request = { ...request, build: { ...request.build, root: `/${name}` } }
+    if (request.op === 'build') request = { ...request, build: { ...request.build, root: `/${name}` } }
+    if (request.op === 'helmTemplate') request = { ...request, helmTemplate: { ...request.helmTemplate, root: `/${name}` } }
   }
   try {
     return { id: task.id, reply: call(exports, JSON.stringify(request)) }
