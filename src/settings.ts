@@ -1,6 +1,8 @@
 // The one place inputs are read and validated. The action passes core.getInput, the CLI
 // passes its flags under the same names; both get the same typed, readonly Settings.
 
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import { parseDuration } from './lib/duration.ts'
 import { ConfigurationError } from './lib/errors.ts'
 import { isDnsLabel, isDnsSubdomain } from './core/keys.ts'
@@ -70,6 +72,12 @@ export interface Settings {
   readonly apply: boolean
   /** Wait for helm-controller's outcome after patching. */
   readonly wait: boolean
+  /** Plan-only runs: render each planned release at base and head (Helm's engine, sandboxed) and show the Kubernetes diff. */
+  readonly diff: boolean
+  /** Where fetched chart archives are kept between runs (keep it with actions/cache). */
+  readonly chartCache: string
+  /** The Kubernetes version chart templates see in the diff (Capabilities.KubeVersion); undefined: Helm's default. */
+  readonly kubeVersion: string | undefined
   /** Bound of each wait (apply, outcome, an outage of an apiserver that answered earlier in the run), in milliseconds. */
   readonly timeoutMs: number
   /** Concurrent API calls at most. */
@@ -185,6 +193,9 @@ export function parseSettings(read: InputReader): Settings {
     waitForApply: bool(read, 'wait-for-apply', true),
     apply: bool(read, 'apply', false),
     wait: bool(read, 'wait', true),
+    diff: bool(read, 'diff', true),
+    chartCache: read('chart-cache').trim() || join(homedir(), '.cache', 'helmrelease-trigger', 'charts'),
+    kubeVersion: kubeVersion(read),
     timeoutMs: duration(read, 'timeout', '5m'),
     maxConcurrency: integer(read, 'max-concurrency', 10, { min: 1, max: 1000 }),
     dryRun: bool(read, 'dry-run', false),
@@ -225,6 +236,13 @@ export function parseSettings(read: InputReader): Settings {
     resultFile: optional(read, 'result-file'),
     resultsDir: optional(read, 'results'),
   }
+}
+
+function kubeVersion(read: InputReader): string | undefined {
+  const v = optional(read, 'kube-version')
+  if (v !== undefined && !/^v?\d+\.\d+(\.\d+)?$/.test(v))
+    throw new ConfigurationError(`Input 'kube-version' must be a Kubernetes version such as v1.36.0; got '${v}'.`)
+  return v
 }
 
 function clusterName(read: InputReader): string | undefined {

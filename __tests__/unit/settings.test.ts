@@ -1,6 +1,8 @@
 // Settings: the one place inputs are read. Every default, every accepted spelling, every
 // refusal (a ConfigurationError naming the input and the value). Also the duration format.
 
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { formatDuration, parseDuration } from '../../src/lib/duration.ts'
 import { ConfigurationError } from '../../src/lib/errors.ts'
@@ -53,6 +55,9 @@ describe('parseSettings defaults', () => {
       waitForApply: true,
       apply: false,
       wait: true,
+      diff: true,
+      chartCache: join(homedir(), '.cache', 'helmrelease-trigger', 'charts'),
+      kubeVersion: undefined,
       timeoutMs: 300_000,
       maxConcurrency: 10,
       dryRun: false,

@@ -1,6 +1,7 @@
 // One typed result per release: the summary, the outputs, the logs and the Events all read it.
 
 import type { DeployedDiff } from '../core/deployed-diff.ts'
+import type { PredictedDiff } from '../core/predicted-diff.ts'
 import type { HelmRelease } from '../core/helmrelease.ts'
 import type { Digest, FileProblem, Origin, Plan, ReleaseRef, SourceId } from '../core/model.ts'
 import type { Range } from '../git/range.ts'
@@ -90,6 +91,8 @@ export interface ReleaseResult extends ReleaseRef {
   readonly cluster?: string
   /** What the upgrade changed, from Helm's storage (revision before the trigger against the new one); or why that is not known. */
   readonly deployed?: DeployedDiff
+  /** What the upgrade will change, predicted before merge (plan-only runs with the diff on); or why it is not predicted. */
+  readonly predicted?: PredictedDiff
   /** The changed sources it read, each with where the key it reads was edited (when known); a Secret's digest is never in a result. */
   readonly sources: readonly { readonly id: SourceId; readonly digest?: Digest; readonly origin?: Origin }[]
   /** Its own rendered spec changed in the range: the changed fields and the release's file:line. */

@@ -31,6 +31,7 @@ const BOOLEAN_INPUTS = new Set([
   'from-git',
   'leader-election',
   'flux-attribution',
+  'diff',
 ])
 const VALUE_INPUTS = new Set([
   'cluster-root',
@@ -73,6 +74,8 @@ const VALUE_INPUTS = new Set([
   'cluster-contexts',
   'result-file',
   'results',
+  'chart-cache',
+  'kube-version',
 ])
 const CLI_FLAGS = new Set(['repo', 'kubeconfig', 'json', 'help', 'plan', 'github-repository'])
 const REPEATABLE = new Set(['paths', 'namespaces', 'cross-namespace-targets', 'recover-patterns', 'drift-ignore', 'clusters', 'waves', 'cluster-contexts'])
@@ -98,6 +101,10 @@ const USAGE = `Usage: helmrelease-trigger <plan|trigger|fleet|fleet-summary|disc
 Flags (the action's inputs):
   --base REV --head REV        range to diff (default: HEAD's parent..HEAD)
   --full-sync                  every labelled source at head instead of a diff
+  --diff                       plan: render each planned release at base and head (Helm's engine,
+                               sandboxed) and show what the upgrade will change in Kubernetes
+  --chart-cache DIR            where fetched charts are kept (default ~/.cache/helmrelease-trigger/charts)
+  --kube-version v1.36.0       the Kubernetes version chart templates see in the diff
   --paths GLOB                 manifest files to read, repeatable (default **/*.yaml and **/*.yml)
   --cluster-root DIR           Flux's path for this cluster (clusters/production): render from there
   --git-repository NS/NAME     the Flux GitRepository that fetches this repository
@@ -203,6 +210,8 @@ export async function main(argv: readonly string[], raw: CliIo): Promise<number>
       // The environment is the safer place for a token: a flag shows in the process list.
       if (name === 'github-token') return args.inputs.get(name) ?? io.env['GITHUB_TOKEN'] ?? ''
       if (name === 'plan-file') return args.flags.get('plan') ?? ''
+      // The CLI renders charts only when asked (--diff): it may fetch them over the network.
+      if (name === 'diff') return args.inputs.get(name) ?? 'false'
       return args.inputs.get(name) ?? ''
     })
     const log: Logger = { info: (m) => io.err(`${m}\n`), warning: (m) => io.err(`warning: ${m}\n`) }

@@ -23,6 +23,8 @@ import { runRecover } from '../modes/recover/run.ts'
 import { renderCommitOf, renderRangeOf } from '../modes/rendering.ts'
 import { planReport, preparePlan, runTrigger, type RunContext } from '../modes/trigger/pipeline.ts'
 import { triggerResult } from '../modes/trigger/report.ts'
+import { predictorOf } from '../modes/trigger/predict.ts'
+import { PULL_REQUEST_EVENTS } from '../core/pull-request.ts'
 import { discoverOptionsOf, triggerRunOptionsOf, type Settings } from '../settings.ts'
 import { githubRunOf, type GitHubRun } from './github.ts'
 
@@ -51,8 +53,18 @@ const trigger: EntryMode = {
     const found = await github.start()
     const report = await failingCheck(github, async () => {
       const git = await ports.git()
-      const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox })
-      return runTrigger(triggerRunOptionsOf(settings), { ...context, ...found }, { ...deps, git, render, connect: clusterOf(settings, ports) })
+      const run = { ...context, ...found }
+      // A plan-only run (a pull request) with the diff on renders every Kustomization: a release's chart source may sit in one the range left untouched.
+      const diff = settings.diff && run.refused !== undefined
+      const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox, ...(diff ? { scope: 'all' as const } : {}) })
+      const predict = diff ? predictorOf(settings, git, ports.sandbox, PULL_REQUEST_EVENTS.has(run.eventName)) : undefined
+      return runTrigger(triggerRunOptionsOf(settings), run, {
+        ...deps,
+        git,
+        render,
+        connect: clusterOf(settings, ports),
+        ...(predict === undefined ? {} : { predict }),
+      })
     })
     await github.finish(report)
     return triggerResult(report, settings.failOn)
@@ -66,9 +78,11 @@ const plan: EntryMode = {
     const context = await ports.contextAt(async () => git)
     if (settings.clusters !== undefined)
       return fleetPlanResult(await runFleetPlan(settings, context, git, { env: ports.githubEnv, sandbox: ports.sandbox }), settings)
-    const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox })
+    const render = renderRangeOf(settings, git, { env: ports.githubEnv, sandbox: ports.sandbox, ...(settings.diff ? { scope: 'all' as const } : {}) })
     const options = triggerRunOptionsOf(settings)
-    return triggerResult(planReport(await preparePlan(options, context, git, render), options, 'plan only'), settings.failOn)
+    const prepared = await preparePlan(options, context, git, render)
+    const predicted = settings.diff ? await predictorOf(settings, git, ports.sandbox, PULL_REQUEST_EVENTS.has(context.eventName))(prepared) : undefined
+    return triggerResult(planReport(prepared, options, 'plan only', predicted), settings.failOn)
   },
 }
 

@@ -24,6 +24,8 @@ export interface RenderingOptions {
   readonly sandbox: Sandbox
   /** Shared by every render of the run (a fleet's cluster roots); absent: one per range. */
   readonly cache?: RenderCache
+  /** `all`: every Kustomization rendered, touched by the range or not (the diff reads chart sources anywhere). */
+  readonly scope?: 'all'
 }
 
 /** This repository as the GitRepositories that fetch it may spell it, and what said so. */
@@ -148,7 +150,7 @@ function renderResultOf(settings: Settings, git: GitReader, options: RenderingOp
       gitRepository: settings.gitRepository,
       clusterRoot,
       sandbox: options.sandbox,
-      scope: whole ? 'all' : 'changed',
+      scope: whole || options.scope === 'all' ? 'all' : 'changed',
     }
   }
   // renderChange compares the two commits' trees itself: no diff (and no blob read) here.

@@ -15,6 +15,8 @@ export function countingSandbox(options: SandboxOptions = {}): Sandbox & { reado
       return inner.build(request, files)
     },
     postBuild: (request) => inner.postBuild(request),
+    helmTemplate: (request, files) => inner.helmTemplate(request, files),
+    chartVersion: (request) => inner.chartVersion(request),
     warm: () => inner.warm(),
     close: () => inner.close(),
   }

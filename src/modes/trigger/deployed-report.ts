@@ -31,14 +31,7 @@ export function deployedMarkdown(results: readonly ReleaseResult[], budget: numb
     const headline = d.headline.length === 0 ? 'no object changed' : d.headline.map(cell).join('; ')
     const hidden = d.valuesHidden ? ' (values not shown: the release reads a Secret)' : ''
     lines.push(`- ${code(releaseKey(r))} revision ${d.from} → ${d.to}: ${headline}${hidden}`)
-    const details = [
-      ...d.objects.flatMap((o) => objectLines(o, '')),
-      ...d.hooks.flatMap((o) => objectLines(o, 'hook ')),
-      ...(d.values.length === 0
-        ? []
-        : [`  - values${d.valuesHidden ? ' (read from a Secret: paths only)' : ''}`, ...d.values.map((p) => `    - ${pathText(p)}`)]),
-      ...(d.folded === 0 ? [] : [`  - ${d.folded} chart label ${d.folded === 1 ? 'change' : 'changes'} (helm.sh/chart, app.kubernetes.io/version) folded`]),
-    ]
+    const details = diffDetails(d)
     const used = details.reduce((n, l) => n + l.length + 1, 0)
     if (used <= left) {
       lines.push(...details)
@@ -53,15 +46,41 @@ export function deployedText(results: readonly ReleaseResult[]): string[] {
   return withDiff(results).flatMap((r) => {
     const d = r.deployed
     if ('unavailable' in d) return [`deployed ${releaseKey(r)}: not known: ${oneLine(d.unavailable)}`]
-    const paths = [...d.objects, ...d.hooks].flatMap((o) => [
-      `  ${o.change} ${oneLine(o.object)}`,
-      ...o.paths.map((p) => `    ${p.change} ${oneLine(p.path)}${valueText(p, oneLine)}`),
-    ])
+    const paths = diffText(d)
     return [`deployed ${releaseKey(r)} revision ${d.from} → ${d.to}: ${d.headline.map((h) => oneLine(h)).join('; ') || 'no object changed'}`, ...paths]
   })
 }
 
-function objectLines(o: ObjectChange, prefix: string): string[] {
+/** The shared body of a deployed or predicted diff: objects, hooks, values, the folded label count. */
+export interface DiffBody {
+  readonly objects: readonly ObjectChange[]
+  readonly hooks: readonly ObjectChange[]
+  readonly values: readonly PathChange[]
+  readonly valuesHidden: boolean
+  readonly folded: number
+}
+
+/** Markdown lines of a diff's details, indented under its release's headline. */
+export function diffDetails(d: DiffBody): string[] {
+  return [
+    ...d.objects.flatMap((o) => objectLines(o, '')),
+    ...d.hooks.flatMap((o) => objectLines(o, 'hook ')),
+    ...(d.values.length === 0
+      ? []
+      : [`  - values${d.valuesHidden ? ' (read from a Secret: paths only)' : ''}`, ...d.values.map((p) => `    - ${pathText(p)}`)]),
+    ...(d.folded === 0 ? [] : [`  - ${d.folded} chart label ${d.folded === 1 ? 'change' : 'changes'} (helm.sh/chart, app.kubernetes.io/version) folded`]),
+  ]
+}
+
+/** The CLI's lines of a diff's objects and hooks, each path under its object. */
+export function diffText(d: Pick<DiffBody, 'objects' | 'hooks'>): string[] {
+  return [...d.objects, ...d.hooks].flatMap((o) => [
+    `  ${o.change} ${oneLine(o.object)}`,
+    ...o.paths.map((p) => `    ${p.change} ${oneLine(p.path)}${valueText(p, oneLine)}`),
+  ])
+}
+
+export function objectLines(o: ObjectChange, prefix: string): string[] {
   return [`  - ${prefix}${o.change} ${code(o.object)}`, ...o.paths.map((p) => `    - ${pathText(p)}`)]
 }
 

@@ -34,6 +34,8 @@ import { parseInParallel } from '../../git/parse-pool.ts'
 import { clusteredPlan, clusterKey, inCluster } from '../../core/cluster-plan.ts'
 import { clusterLocator, type LocateCluster } from './own-cluster.ts'
 import { readBefore, withDeployed } from './deployed.ts'
+import { withPredictions, type Predictor, type RenderedTree } from './predict.ts'
+import type { PredictedDiff } from '../../core/predicted-diff.ts'
 import { pathFilter, planChanges, retarget, type PlanOptions } from '../../core/plan.ts'
 import { planRendered, renderedReleaseKeys, specHolds } from '../../core/plan-rendered.ts'
 import type { RenderedRepository } from '../../core/rendered.ts'
@@ -60,6 +62,8 @@ export interface RunContext {
 export interface RenderedChange {
   readonly base: RenderedRepository
   readonly head: RenderedRepository
+  /** The GitRepositories taken as this repository (`<namespace>/<name>`): a chart they hold is read from the checkout. */
+  readonly source?: { readonly gitRepositories: readonly string[] }
 }
 
 /** The range rendered, or undefined when no Flux Kustomization reads this repository (then files are read one by one). */
@@ -93,6 +97,8 @@ export interface TriggerDeps {
   readonly log: Logger
   /** Absent or `wait: false` → results stop at Triggered. */
   readonly outcome?: OutcomeWaiter
+  /** Plan-only runs with the diff on: what each planned release's upgrade will change (predict.ts). */
+  readonly predict?: Predictor
 }
 
 export interface PreparedPlan {
@@ -105,6 +111,8 @@ export interface PreparedPlan {
   readonly knownReleases?: readonly string[]
   /** The repository holds several cluster trees: the one planned (a run that found its cluster), or each (plan only). */
   readonly clusters?: readonly string[]
+  /** The rendered range of each tree planned (one without `cluster` for a single tree): what the diff renders releases from. */
+  readonly trees?: readonly RenderedTree[]
 }
 
 /** The plan's options, from the settings. */
@@ -148,13 +156,15 @@ export async function preparePlan(
   const options = planOptionsOf(settings)
   if (read?.clusters !== undefined) {
     const parts = read.clusters.map((c) => ({ name: c.name, rendered: c.rendered, plan: noting(planOf(c.rendered, range, options), c.reading) }))
-    return { range, plan: noting(clusteredPlan(parts), read.reading), headFiles: [], clusters: parts.map((p) => p.name) }
+    const trees = parts.flatMap((p) => (p.rendered === undefined ? [] : [{ cluster: p.name, rendered: p.rendered }]))
+    return { range, plan: noting(clusteredPlan(parts), read.reading), headFiles: [], clusters: parts.map((p) => p.name), trees }
   }
   const rendered = read?.rendered
   if (rendered !== undefined && rendered.head.kustomizations.length > 0) {
     const plan = planOf(rendered, range, options)
     const named = read?.cluster === undefined ? plan : inCluster(plan, read.cluster)
-    return { range, plan: noting(named, read?.reading), headFiles: [], rendered, ...(read?.cluster === undefined ? {} : { clusters: [read.cluster] }) }
+    const trees = [{ cluster: read?.cluster, rendered }]
+    return { range, plan: noting(named, read?.reading), headFiles: [], rendered, trees, ...(read?.cluster === undefined ? {} : { clusters: [read.cluster] }) }
   }
   const filter = pathFilter(settings.paths)
   const { changes, headFiles } = await git.changeAndHead({ base: range.base, head: range.head, filter, withChanges: !range.fullSync })
@@ -181,11 +191,11 @@ export function rangeOf(settings: TriggerRunOptions, context: RunContext, git: G
   )
 }
 
-/** A report of the plan alone: nothing read from or written to a cluster. */
-export function planReport(prepared: PreparedPlan, settings: TriggerRunOptions, why: string): TriggerReport {
+/** A report of the plan alone: nothing read from or written to a cluster; with `predicted`, each release's predicted diff. */
+export function planReport(prepared: PreparedPlan, settings: TriggerRunOptions, why: string, predicted?: ReadonlyMap<string, PredictedDiff>): TriggerReport {
   const { range, plan, clusters } = prepared
   const notes = [...range.notes, ...(plan.notes ?? [])]
-  const results = withChanges(planned(plan), plan)
+  const results = withPredictions(withChanges(planned(plan), plan), predicted)
   return {
     range,
     plan,
@@ -232,7 +242,7 @@ async function executeOn(prepared: PreparedPlan, settings: TriggerRunOptions, co
 
   const planOnly = context.refused
   const triggering = plan.sources.some((s) => s.change !== 'deleted') || plan.releases.some((r) => r.spec !== undefined || r.chart !== undefined)
-  if (planOnly !== undefined) return planReport(prepared, settings, planOnly)
+  if (planOnly !== undefined) return planReport(prepared, settings, planOnly, await deps.predict?.(prepared))
   if (!triggering) return { ...base, plan, planOnly: 'no ConfigMap, Secret or chart source that triggers a release changed', sources: [], results: [] }
 
   const cluster = await deps.connect()

@@ -14,6 +14,7 @@ import type { Annotation, ModeResult } from '../mode.ts'
 import type { Digest, SourceId } from '../../core/model.ts'
 import { clusterSections, quietClusters, underCluster } from './cluster-sections.ts'
 import { deployedMarkdown, deployedText } from './deployed-report.ts'
+import { predictedMarkdown, predictedText } from './predicted-report.ts'
 import type { DeployedDiff } from '../../core/deployed-diff.ts'
 
 /** The job summary's room for the deployed diff's details (GitHub allows 1 MiB per step). */
@@ -179,6 +180,8 @@ function summaryBody(report: TriggerReport): string[] {
   if (report.results.length > 0) lines.push('', ...resultTable(report))
   const deployed = deployedMarkdown(report.results, SUMMARY_DEPLOYED_BUDGET)
   if (deployed.length > 0) lines.push('', ...deployed)
+  const predicted = predictedMarkdown(report.results, SUMMARY_DEPLOYED_BUDGET, 'the `diff` output has them')
+  if (predicted.length > 0) lines.push('', ...predicted)
   const values = valueChanges(report.plan.sources)
   if (values.length > 0) lines.push('', ...values)
   const unapplied = report.sources.filter((s) => !s.applied)
@@ -367,6 +370,8 @@ function textBody(report: TriggerReport): string[] {
   }
   const deployed = deployedText(report.results)
   if (deployed.length > 0) out.push('', ...deployed)
+  const predicted = predictedText(report.results)
+  if (predicted.length > 0) out.push('', ...predicted)
   for (const s of report.sources.filter((x) => !x.applied)) out.push(`error: ${s.message}`)
   for (const p of report.problems) out.push(`${p.severity}: ${location(p)}: ${p.message}`)
   return out
@@ -387,6 +392,7 @@ export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult
       skipped: JSON.stringify(outputs.skipped),
       failed: JSON.stringify(outputs.failed),
       plan: JSON.stringify(outputs.plan),
+      diff: diffOutput(report.results),
     },
     annotations: report.problems.map(problemAnnotation),
     summaryMarkdown: summaryMarkdown(report),
@@ -394,6 +400,23 @@ export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult
     json: outputs,
     failure: failureOf(report, failOn),
   }
+}
+
+/** Step outputs hold 1 MB a job: past this the `diff` output keeps each release's headline only. */
+const DIFF_OUTPUT_MAX = 512 * 1024
+
+/** The `diff` output: every predicted release with its whole diff (headlines only past DIFF_OUTPUT_MAX). */
+function diffOutput(results: readonly ReleaseResult[]): string {
+  const entries = results.flatMap((r) =>
+    r.predicted === undefined ? [] : [{ ...(r.cluster === undefined ? {} : { cluster: r.cluster }), namespace: r.namespace, name: r.name, ...r.predicted }],
+  )
+  const whole = JSON.stringify(entries)
+  if (whole.length <= DIFF_OUTPUT_MAX) return whole
+  return JSON.stringify(
+    entries.map((e) =>
+      'notPredicted' in e ? e : { cluster: e.cluster, namespace: e.namespace, name: e.name, chart: e.chart, headline: e.headline, truncated: true },
+    ),
+  )
 }
 
 /** A line about an entry, prefixed with its cluster when the repository holds several. */

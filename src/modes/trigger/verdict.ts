@@ -10,6 +10,7 @@ import type { FailOn } from '../../settings.ts'
 import { SkipReason } from './action.ts'
 import { clusterSections, underCluster } from './cluster-sections.ts'
 import { deployedMarkdown } from './deployed-report.ts'
+import { predictedMarkdown } from './predicted-report.ts'
 import { failureOf, fieldList, inClusterText, planHeadline, quietLine, resultTable, valueChanges } from './report.ts'
 
 export interface VerdictContext {
@@ -22,6 +23,8 @@ const TABLE_BUDGET = 40_000
 const VALUES_BUDGET = 15_000
 /** The deployed diff's details: every release keeps its headline, paths fill this much. */
 const DEPLOYED_BUDGET = 6_000
+/** The predicted diff's details in a comment or check: every release keeps its headline, the riskiest details fill this much. */
+const PREDICTED_BUDGET = 20_000
 
 export function triggerVerdict(report: TriggerReport, context: VerdictContext): Verdict {
   const title = verdictTitle(report)
@@ -70,6 +73,7 @@ export function triggerVerdict(report: TriggerReport, context: VerdictContext): 
 function outcomeSection(report: TriggerReport, share: number): string[] {
   const releases = report.results.length === 0 ? [] : fit(resultTable(report), TABLE_BUDGET / share)
   const deployed = deployedMarkdown(report.results, DEPLOYED_BUDGET / share)
+  const predicted = predictedMarkdown(report.results, PREDICTED_BUDGET / share, 'the job summary and the `diff` output have them')
   const values = fit(valueChanges(report.plan.sources), VALUES_BUDGET / share)
   const unapplied = report.sources.filter((s) => !s.applied).map((s) => `- ❌ ${cell(s.message)}`)
   const problems = report.problems.map(
@@ -78,6 +82,7 @@ function outcomeSection(report: TriggerReport, share: number): string[] {
   return [
     ...section(releases),
     ...section(deployed),
+    ...section(predicted),
     ...section(values),
     ...section(unapplied.length === 0 ? [] : ['### Sources that never reached the cluster', '', ...unapplied]),
     ...section(problems.length === 0 ? [] : ['### Manifest problems', '', ...problems]),
