@@ -42,6 +42,26 @@ const CHART_LABELS = new Set(['helm.sh/chart', 'app.kubernetes.io/version'])
 
 type Json = Readonly<Record<string, unknown>>
 
+/** Built-in kinds that live in no namespace: a chart's object of one of these never takes the release's. */
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'StorageClass',
+  'CSIDriver',
+  'PriorityClass',
+  'RuntimeClass',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'APIService',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'IngressClass',
+])
+
 /**
  * Two manifests (YAML documents, as Helm stores them) compared; `namespace` is the release's, for
  * objects that name none. `hidden`: paths only, no value (a chart can write any value it was given,
@@ -90,7 +110,7 @@ function objectsOf(manifest: string, namespace: string): Map<string, Json> {
     if (!isRecord(value) || typeof value['kind'] !== 'string') continue
     const metadata = isRecord(value['metadata']) ? value['metadata'] : {}
     const name = typeof metadata['name'] === 'string' ? metadata['name'] : ''
-    const ns = typeof metadata['namespace'] === 'string' ? metadata['namespace'] : namespace
+    const ns = typeof metadata['namespace'] === 'string' ? metadata['namespace'] : CLUSTER_SCOPED.has(value['kind']) ? '' : namespace
     out.set(`${value['kind']} ${ns === '' ? '' : `${ns}/`}${name}`, value)
   }
   return out
