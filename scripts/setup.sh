@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need, from scratch on a fresh machine and as a
 # no-op when nothing changed: npm packages (Node 24 among them, from the node@24 package),
-# the sandboxed renderer and the local cluster's Go-built binaries, the sops/age test tools and
+# the sandboxed renderer and the local cluster's Go-built binaries, the helm CLI (the oracle of the
+# differential test of helmTemplate), the sops/age test tools and
 # act, the Actions runner the act tests run our workflows under (cached under ~/.cache, keyed by
 # their pins).
 #
@@ -26,7 +27,7 @@ command -v npm >/dev/null || { echo "setup: npm (Node.js 20 or newer) is require
 # `<flux>:<target>` per build (an empty flux: the default Flux); the longest first.
 builds=(:kube :source-controller :helm-controller :kustomize-controller)
 if ! $demo; then
-  builds+=(:registry :kustomize :sops :act)
+  builds+=(:registry :kustomize :helm :sops :act)
   # The other Flux versions the end-to-end tests also run on (scripts/test.sh).
   for dir in test/cluster/flux-*/; do
     flux=$(basename "$dir"); flux=${flux#flux-}

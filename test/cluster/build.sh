@@ -7,7 +7,10 @@
 # Also builds actionlint (target `actionlint`, not a cluster binary: .ci/run lints the workflows
 # with it) and act (target `act`: the act tests run our workflows under it), cached the same way.
 #
-# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|registry|kustomize|sops|actionlint|act ...]
+# Also builds the helm CLI (target `helm`): the oracle of the sandbox's helmTemplate in the
+# differential test, cached the same way.
+#
+# Usage: test/cluster/build.sh [--print-paths] [kube|source-controller|helm-controller|kustomize-controller|registry|kustomize|helm|sops|actionlint|act ...]
 # Prints nothing but progress on stderr; the cache directory is
 # ${HELMRELEASE_TRIGGER_CACHE:-$HOME/.cache/helmrelease-trigger}/bin.
 # With --print-paths it builds nothing and prints one `binary=path` line per
@@ -123,6 +126,11 @@ for t in "${targets[@]}"; do
       kv=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "sigs.k8s.io/kustomize/kustomize/v5" { print $2; exit }' "$here/kustomize/go.mod")
       build kustomize kustomize sigs.k8s.io/kustomize/kustomize/v5 "-X sigs.k8s.io/kustomize/api/provenance.version=$kv"
       ;;
-    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, registry, kustomize, sops, actionlint or act)" >&2; exit 2 ;;
+    helm)
+      # Stamped as Helm's Makefile stamps a release (`helm version` prints it); helm has no --version.
+      hv=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "helm.sh/helm/v4" { print $2; exit }' "$here/helm/go.mod")
+      build helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$hv -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
+      ;;
+    *) echo "cluster build: unknown target '$t' (expected kube, source-controller, helm-controller, kustomize-controller, registry, kustomize, helm, sops, actionlint or act)" >&2; exit 2 ;;
   esac
 done

@@ -36,11 +36,11 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 const CLUSTER_SRC = join(REPO_ROOT, 'test', 'cluster')
 const BUILD_SCRIPT = join(CLUSTER_SRC, 'build.sh')
 
-export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'registry' | 'kustomize' | 'sops' | 'act'
+export type BuildTarget = 'kube' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'registry' | 'kustomize' | 'helm' | 'sops' | 'act'
 /** The cluster's processes. */
 export type BinaryName = 'etcd' | 'kube-apiserver' | 'source-controller' | 'helm-controller' | 'kustomize-controller' | 'oci-registry'
-/** Everything build.sh builds: the processes and the tools tests run (kustomize, sops, age-keygen, act). */
-export type BuiltBinary = BinaryName | 'kustomize' | 'sops' | 'age-keygen' | 'act'
+/** Everything build.sh builds: the processes and the tools tests run (kustomize, helm, sops, age-keygen, act). */
+export type BuiltBinary = BinaryName | 'kustomize' | 'helm' | 'sops' | 'age-keygen' | 'act'
 const BUILT_BINARIES = [
   'etcd',
   'kube-apiserver',
@@ -49,6 +49,7 @@ const BUILT_BINARIES = [
   'kustomize-controller',
   'oci-registry',
   'kustomize',
+  'helm',
   'sops',
   'age-keygen',
   'act',
