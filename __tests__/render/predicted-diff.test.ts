@@ -5,7 +5,7 @@
 // problem on one release.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type Server } from 'node:http'
@@ -25,6 +25,8 @@ import { chartFiles, DEMO_CONFIGMAP_TEMPLATE, startChartServer, type ChartServer
 import { bootstrapText } from '../../test/support/flux.ts'
 import { kustomization } from '../../test/support/gitops.ts'
 import { createRepo, type Repo } from '../../test/support/repo.ts'
+import { webapp } from '../../test/support/helm-corpus/webapp.ts'
+import { openReportPage } from '../../test/support/report-page.ts'
 
 const REPOSITORY = 'acme/fleet'
 const sandbox = createSandbox()
@@ -283,7 +285,7 @@ describe('the pre-merge diff of a HelmRelease', () => {
       'data["values.yaml"]',
       'metadata.annotations["demo.helmrelease-trigger.test/revision"]',
     ])
-    expect(d.notes.join(' ')).toContain('its Chart.yaml version stays')
+    expect(d.notes.join(' ')).toContain("the chart's own edits do not reach the cluster: its Chart.yaml version stays '1.0.0'")
   })
 
   it('marks what differs between two renders of head as non-deterministic and never shows it, and shows a rendered Secret by key only', async () => {
@@ -362,5 +364,54 @@ describe('the fork rule and Secrets', () => {
     expect(d.notes[0]).toMatch(/^partial: rendered without the values of the encrypted Secret 'podinfo-secret'/)
     expect(d.values).toEqual([{ path: 'greeting', change: 'changed' }])
     expect(JSON.stringify(run.report.results)).not.toContain('bonjour')
+  })
+})
+
+describe('the comment a reviewer reads', () => {
+  it('lays out the pre-merge diff of a pull request touching two releases in a real browser (the README’s screenshot)', async () => {
+    const chart = Object.fromEntries(webapp.files.map(([path, content]) => [`charts/webapp/${path}`, String(content)]))
+    const web = (values: Record<string, unknown>): string =>
+      stringify({
+        apiVersion: 'helm.toolkit.fluxcd.io/v2',
+        kind: 'HelmRelease',
+        metadata: { name: 'web', namespace: 'apps' },
+        spec: {
+          interval: '1h',
+          chart: { spec: { chart: './charts/webapp', sourceRef: { kind: 'GitRepository', name: 'flux-system', namespace: 'flux-system' } } },
+          values,
+        },
+      })
+    const before = fluxRepository({
+      ...chart,
+      'apps/web.yaml': web({ replicaCount: 2, image: { tag: '2.0.1' } }),
+      'apps/kustomization.yaml': kustomization({
+        resources: ['release.yaml', 'web.yaml'],
+        configMapGenerator: [{ name: 'podinfo-values', namespace: 'apps', files: ['values.yaml'], options: { disableNameSuffixHash: true } }],
+      }),
+      'apps/release.yaml': release({ version: '0.1.0' }),
+    })
+    const run = await plan(before, {
+      'apps/web.yaml': web({ replicaCount: 3, image: { tag: '2.1.0' }, config: { logLevel: 'debug' } }),
+      'apps/release.yaml': release({ version: '0.2.0' }),
+      'apps/values.yaml': 'greeting: bonjour\n',
+    })
+    const verdict = triggerVerdict(run.report, { failOn: 'error', runUrl: 'https://github.example/acme/fleet/actions/runs/4242' })
+    const browser = await openReportPage()
+    try {
+      await browser.show({ 'Pull-request comment': verdict.comment })
+      // Zero-width spaces keep GitHub from linking an @ or a #: not part of what is read.
+      const items = (await browser.page.$$eval('li', (li) => li.map((l) => l.textContent ?? ''))).map((t) => t.replace(/\u200b/g, ''))
+      const web = 'apps/web webapp@1.2.3: images: webapp ghcr.io/acme/webapp:2.0.1 → ghcr.io/acme/webapp:2.1.0; replicas: Deployment apps/web-webapp 2 → 3'
+      expect(items.some((t) => t.startsWith(`${web}; rolls out Deployment apps/web-webapp`))).toBe(true)
+      // The chart did not change: no word about its edits.
+      expect(items.join('\n')).not.toContain('do not reach the cluster')
+      expect(items.some((t) => t.startsWith('apps/podinfo demo@0.1.0 → demo@0.2.0: adds Service apps/podinfo'))).toBe(true)
+      const artifacts = join(import.meta.dirname, '..', '..', 'artifacts')
+      mkdirSync(artifacts, { recursive: true })
+      await browser.screenshot(join(artifacts, 'predicted-diff-comment.png'))
+      expect(existsSync(join(artifacts, 'predicted-diff-comment.png'))).toBe(true)
+    } finally {
+      await browser.close()
+    }
   })
 })

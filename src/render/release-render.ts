@@ -3,9 +3,11 @@
 // post-renderers (release-input.ts), Helm's engine in the sandbox. The answer is the render or one
 // sentence saying why there is none.
 
+import { createHash } from 'node:crypto'
 import type { RenderedRelease } from '../core/predicted-diff.ts'
 import type { ReleaseInput } from '../core/release-input.ts'
 import type { GitReader } from '../git/reader.ts'
+import { compareText } from '../lib/sort.ts'
 import { oneLine, quoted } from '../lib/untrusted.ts'
 import type { SourceFiles } from '../sandbox/protocol.ts'
 import type { Sandbox } from '../sandbox/sandbox.ts'
@@ -26,7 +28,14 @@ export interface RenderAt {
   readonly isUpgrade: boolean
 }
 
-export type ReleaseRender = (RenderedRelease & { readonly chartVersion: string; readonly usesLookup: boolean }) | { readonly failed: string }
+export type ReleaseRender =
+  | (RenderedRelease & {
+      readonly chartVersion: string
+      readonly usesLookup: boolean
+      /** The chart's files, hashed: tells a Git chart's edit from a values change. */
+      readonly chartDigest: string
+    })
+  | { readonly failed: string }
 
 const ARCHIVE = 'chart.tgz'
 
@@ -65,7 +74,14 @@ export async function renderRelease(input: ReleaseInput, at: RenderAt, deps: Rel
     chart: `${answer.chartName ?? '?'}@${answer.chartVersion ?? '?'}`,
     chartVersion: answer.chartVersion ?? '',
     usesLookup: answer.usesLookup === true,
+    chartDigest: digestOf(chart.files),
   }
+}
+
+function digestOf(files: SourceFiles): string {
+  const hash = createHash('sha256')
+  for (const [path, bytes] of [...files].sort(([a], [b]) => compareText(a, b))) hash.update(`${path}\0`).update(bytes).update('\0')
+  return hash.digest('hex')
 }
 
 async function chartFiles(

@@ -52,9 +52,12 @@ export async function pushAndRun(
   files: Record<string, string>,
   message: string,
   inputs: { readonly kubeconfig: string; readonly kustomize: string },
+  /** Runs after the push and before the action: e.g. the pull request's plan of the same commits. */
+  beforeRun?: (before: string, head: string) => Promise<void>,
 ): Promise<ActionRun> {
   const before = loop.head
   loop.head = await loop.remote.push(files, message)
+  await beforeRun?.(before, loop.head)
   const run = runAction({
     workspace: loop.remote.work.dir,
     eventName: 'push',

@@ -127,10 +127,10 @@ async function predictOne(
     head.chart.reconcileStrategy === 'ChartVersion' &&
     before !== undefined &&
     before.chartVersion === after.chartVersion &&
-    before.manifest !== after.manifest
+    before.chartDigest !== after.chartDigest
   )
     notes.push(
-      `no upgrade from the chart's own change: its Chart.yaml version stays ${quoted(after.chartVersion)} and the HelmChart's reconcileStrategy is ChartVersion`,
+      `the chart's own edits do not reach the cluster: its Chart.yaml version stays ${quoted(after.chartVersion)} and its reconcileStrategy is ChartVersion, so source-controller makes no new artifact`,
     )
   return predictedDiff({ base: before, head: after, again, namespace: head.releaseNamespace, hidden: head.readsSecret, notes })
 }
