@@ -16,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
-	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartv2util "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -191,8 +190,9 @@ func composeValues(req helmTemplateRequest) (map[string]any, error) {
 	return values, nil
 }
 
-// loadChart reads the chart from the sandbox filesystem as Helm's loader does, but never through
-// a symbolic link: the host lays out regular files only, and an archive is read from memory.
+// loadChart reads the chart as Helm's loader does, .helmignore and its default rules applied.
+// LoadDir follows symbolic links, which is safe here: the host lays out regular files only, in a
+// filesystem that holds nothing else. An archive is read from memory.
 func loadChart(req helmTemplateRequest) (*chart.Chart, error) {
 	if req.Archive != "" {
 		data, err := os.ReadFile(filepath.Join(req.Root, req.Archive))
@@ -201,26 +201,7 @@ func loadChart(req helmTemplateRequest) (*chart.Chart, error) {
 		}
 		return loader.LoadArchive(bytes.NewReader(data))
 	}
-	var files []*archive.BufferedFile
-	err := filepath.WalkDir(req.Root, func(path string, entry os.DirEntry, err error) error {
-		if err != nil || entry.IsDir() || !entry.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		name, _ := filepath.Rel(req.Root, path)
-		files = append(files, &archive.BufferedFile{Name: filepath.ToSlash(name), Data: data})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("the chart directory holds no file")
-	}
-	return loader.LoadFiles(files)
+	return loader.LoadDir(req.Root)
 }
 
 func capabilities(req helmTemplateRequest) (*common.Capabilities, error) {

@@ -29,18 +29,6 @@ const ARCHIVE = 'chart.tgz'
 
 type Form = 'directory' | 'archive'
 
-/**
- * Where the sandbox and Helm disagree: product bugs, each case expected to fail until it is fixed
- * (it.fails then turns red: remove the entry). Keyed by the test's title.
- */
-const KNOWN_BUGS = new Map([
-  [
-    'ignoring, defaults, from its directory',
-    "renderer/helm.go's loadChart loads a chart directory with loader.LoadFiles over every file, without the ignore rules " +
-      "Helm's LoadDir (and source-controller's secure loader) apply: .helmignore and the default templates/.* rule",
-  ],
-])
-
 interface Doc {
   readonly source: string
   readonly id: string
@@ -202,7 +190,7 @@ describe('helmTemplate matches the real helm template (Helm v4.2.4) over a corpu
 
   for (const { chart, release, form } of cases) {
     const title = `${chart.name}, ${release.name}, from its ${form}`
-    ;(KNOWN_BUGS.has(title) ? it.fails : it)(title, () => compare(chart, release, form))
+    it(title, () => compare(chart, release, form))
   }
 
   async function compare(chart: CorpusChart, release: CorpusRelease, form: Form): Promise<void> {
