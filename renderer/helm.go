@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/chartutil"
 	"github.com/go-logr/logr"
@@ -54,8 +55,11 @@ type helmTemplateRequest struct {
 	PostRenderers      []postRenderer  `json:"postRenderers,omitempty"`
 	CommonMetadata     *commonMetadata `json:"commonMetadata,omitempty"`
 	PostRenderStrategy string          `json:"postRenderStrategy,omitempty"`
-	// ChartVersion, when set, is the version helm-controller gives the chart (an OCI digest suffix).
-	ChartVersion         string `json:"chartVersion,omitempty"`
+	// SourceRevision is the chart source's artifact revision when it carries a digest (an OCIRepository:
+	// `<tag>@sha256:<hex>` or `sha256:<hex>`): helm-controller then puts the digest's first 12
+	// characters in the chart version's build metadata, and refuses a semver tag that is not the
+	// chart's version.
+	SourceRevision       string `json:"sourceRevision,omitempty"`
 	SkipSchemaValidation bool   `json:"skipSchemaValidation,omitempty"`
 }
 
@@ -107,8 +111,10 @@ func helmTemplateIn(req helmTemplateRequest) helmTemplateAnswer {
 	if err != nil {
 		return helmTemplateAnswer{Error: err.Error(), Stage: "chart", Values: values}
 	}
-	if req.ChartVersion != "" {
-		ch.Metadata.Version = req.ChartVersion
+	if req.SourceRevision != "" {
+		if err := withRevisionDigest(ch, req.SourceRevision); err != nil {
+			return helmTemplateAnswer{Error: err.Error(), Stage: "chart", Values: values}
+		}
 	}
 	answer := helmTemplateAnswer{Values: values, ChartName: ch.Metadata.Name, ChartVersion: ch.Metadata.Version, UsesLookup: usesLookup(ch)}
 	fail := func(err error) helmTemplateAnswer {
@@ -158,6 +164,32 @@ func helmTemplateIn(req helmTemplateRequest) helmTemplateAnswer {
 		answer.CRDs = append(answer.CRDs, renderedCRD{Path: crd.Filename, Manifest: string(crd.File.Data)})
 	}
 	return answer
+}
+
+// withRevisionDigest is helm-controller's mutateChartWithSourceRevision (digest tracking on, its default).
+func withRevisionDigest(ch *chart.Chart, revision string) error {
+	version, err := semver.NewVersion(ch.Metadata.Version)
+	if err != nil {
+		return fmt.Errorf("invalid chart version %s", ch.Metadata.Version)
+	}
+	digest := revision
+	if tag, at, found := strings.Cut(revision, "@"); found {
+		// An OCI tag spells a version's `+` as `_`.
+		if tagVersion, err := semver.NewVersion(strings.ReplaceAll(tag, "_", "+")); err == nil && !tagVersion.Equal(version) {
+			return fmt.Errorf("artifact revision %s does not match chart version %s", tag, ch.Metadata.Version)
+		}
+		digest = at
+	}
+	_, hex, found := strings.Cut(digest, ":")
+	if !found || len(hex) < 12 {
+		return fmt.Errorf("invalid artifact revision %s", revision)
+	}
+	tracked, err := version.SetMetadata(hex[:12])
+	if err != nil {
+		return err
+	}
+	ch.Metadata.Version = tracked.String()
+	return nil
 }
 
 var lookupCall = regexp.MustCompile(`\blookup\s`)

@@ -3,7 +3,9 @@
 // the pull request of the same commits and predicts what each upgrade will change; then the action
 // runs on the push and helm-controller upgrades. The predicted diff must name the same objects and
 // the same paths as the diff of the two revisions Helm stored (read from the cluster and compared
-// by the product's own deployed diff), for a values change, a chart bump and a postRenderers change.
+// by the product's own deployed diff), for a values change, a chart bump (from a Helm repository and
+// from an OCIRepository, whose digest helm-controller writes into the chart version) and a
+// postRenderers change.
 
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -34,12 +36,16 @@ beforeAll(async () => {
   kustomize = await kustomizeBinary()
   await cluster.publishChart({ ...demoChart('0.1.0', { greeting: 'hello' }), name: CHART })
   await cluster.publishChart({ ...demoChart('0.2.0', { greeting: 'hello', extra: 'new in 0.2.0' }), name: CHART })
+  await cluster.pushOciChart({ ...demoChart('0.1.0', { greeting: 'hello' }), name: CHART })
+  await cluster.pushOciChart({ ...demoChart('0.2.0', { greeting: 'hello', extra: 'new in 0.2.0' }), name: CHART })
 }, 45 * 60_000)
 afterAll(() => rmSync(chartCache, { recursive: true, force: true }))
 
 interface ReleaseSpec {
   readonly version: string
   readonly postRenderers?: readonly unknown[]
+  /** The chart from an OCIRepository (chartRef) at this tag of the loopback registry, instead of the Helm repository. */
+  readonly oci?: boolean
 }
 
 function app(namespace: string, values: string, spec: ReleaseSpec): Record<string, string> {
@@ -49,18 +55,33 @@ function app(namespace: string, values: string, spec: ReleaseSpec): Record<strin
     metadata: { name: 'podinfo' },
     spec: {
       interval: '1h',
-      chart: { spec: { chart: CHART, version: spec.version, sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } },
+      ...(spec.oci === true
+        ? { chartRef: { kind: 'OCIRepository', name: 'podinfo' } }
+        : { chart: { spec: { chart: CHART, version: spec.version, sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } } }),
       install: { disableWait: true },
       upgrade: { disableWait: true },
       valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }],
       ...(spec.postRenderers === undefined ? {} : { postRenderers: spec.postRenderers }),
     },
   }
+  const oci = {
+    apiVersion: 'source.toolkit.fluxcd.io/v1',
+    kind: 'OCIRepository',
+    metadata: { name: 'podinfo' },
+    spec: {
+      url: `oci://${new URL(cluster.ociRegistryUrl ?? 'http://absent').host}/${CHART}`,
+      ref: { tag: spec.version },
+      insecure: true,
+      interval: '1h',
+      layerSelector: { mediaType: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip', operation: 'copy' },
+    },
+  }
   return {
+    'apps/podinfo/oci.yaml': stringify(oci),
     'apps/podinfo/values.yaml': values,
     'apps/podinfo/release.yaml': stringify(release),
     'apps/podinfo/kustomization.yaml': kustomization({
-      resources: ['repository.yaml', 'release.yaml'],
+      resources: ['repository.yaml', 'oci.yaml', 'release.yaml'],
       configMapGenerator: [{ name: 'podinfo-values', files: ['values.yaml'], options: { disableNameSuffixHash: true } }],
     }),
   }
@@ -136,12 +157,17 @@ describe('the pre-merge diff equals what Helm then deployed', () => {
     ['a values change', { version: '0.1.0', values: 'greeting: hello\n' }, () => ({ 'apps/podinfo/values.yaml': 'greeting: bonjour\n' })],
     ['a chart bump', { version: '0.1.0', values: 'greeting: hello\n' }, (ns: string) => app(ns, 'greeting: hello\n', { version: '0.2.0' })],
     [
+      'an OCIRepository tag bump (the digest tracked in the chart version)',
+      { version: '0.1.0', values: 'greeting: hello\n', oci: true },
+      (ns: string) => app(ns, 'greeting: hello\n', { version: '0.2.0', oci: true }),
+    ],
+    [
       'a postRenderers change',
       { version: '0.1.0', values: 'greeting: hello\n' },
       (ns: string) => app(ns, 'greeting: hello\n', { version: '0.1.0', postRenderers: [{ kustomize: { patches: [PATCH] } }] }),
     ],
   ])('for %s', async (name, before, after) => {
-    const { predicted, reality, plan } = await predictAndUpgrade(`predict-${name.split(' ')[1]}`, before, after)
+    const { predicted, reality, plan } = await predictAndUpgrade(`predict-${(name.split(' ')[1] ?? 'case').toLowerCase()}`, before, after)
     // Same objects, same paths; and where values are shown, the same values.
     expect(shape(predicted.objects), plan.stdout).toEqual(shape(reality.objects))
     expect(predicted.objects).toEqual(reality.objects)

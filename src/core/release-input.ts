@@ -19,6 +19,23 @@ export type ChartLocation =
   | { readonly kind: 'git'; readonly path: string; readonly reconcileStrategy: string }
   /** A chart from a Helm repository's HTTP index. */
   | { readonly kind: 'helm'; readonly url: string; readonly chart: string; readonly version: string; readonly source: string }
+  /**
+   * A chart in an OCI registry: an OCIRepository (chartRef; its digest tracked in the chart
+   * version, as helm-controller does) or an OCI HelmRepository's `<url>/<chart>` at a version.
+   */
+  | {
+      readonly kind: 'oci'
+      /** `oci://host[:port]/path`: the repository holding the chart. */
+      readonly url: string
+      /** The chart source object's URL (the fork rule compares it with the base commit's). */
+      readonly sourceUrl: string
+      readonly ref: { readonly tag?: string; readonly semver?: string; readonly digest?: string }
+      /** Plain HTTP (`spec.insecure`). */
+      readonly insecure: boolean
+      /** The artifact revision's digest goes into the chart version (OCIRepository). */
+      readonly trackDigest: boolean
+      readonly source: string
+    }
 
 /** One spec.valuesFrom entry, as helm-controller's API spells it. */
 export interface ValuesFromEntry {
@@ -117,6 +134,7 @@ function chartLocation(side: RenderedRepository, ref: ReleaseRef, spec: Json, th
     const kind = text(chartRef['kind'])
     const namespace = text(chartRef['namespace']) || ref.namespace
     const name = text(chartRef['name'])
+    if (kind === 'OCIRepository') return ociRepositoryLocation(side, namespace, name)
     if (kind !== 'HelmChart')
       return { notRendered: `its chart comes from the ${quoted(kind)} ${quoted(`${namespace}/${name}`)} (chartRef), which is not fetched for a diff yet` }
     const helmChart = find(side, 'HelmChart', namespace, name)
@@ -150,12 +168,46 @@ function templateLocation(side: RenderedRepository, namespace: string, spec: Jso
   if (repository === undefined) return { notRendered: `its HelmRepository ${quoted(id)} is not in the repository` }
   const repositorySpec = record(repository.object['spec'])
   const url = text(repositorySpec['url'])
-  if (text(repositorySpec['type']) === 'oci' || url.startsWith('oci://'))
-    return { notRendered: `its HelmRepository ${quoted(id)} is an OCI registry, which is not fetched for a diff yet` }
   if (repositorySpec['secretRef'] !== undefined || repositorySpec['certSecretRef'] !== undefined)
     return { notRendered: `its HelmRepository ${quoted(id)} needs credentials from a cluster Secret, which are never read` }
+  if (text(repositorySpec['type']) === 'oci' || url.startsWith('oci://')) {
+    if (!url.startsWith('oci://')) return { notRendered: `its OCI HelmRepository ${quoted(id)} has no oci:// URL` }
+    const version = text(spec['version']) || '*'
+    return {
+      kind: 'oci',
+      url: `${url.replace(/\/+$/, '')}/${chart}`,
+      sourceUrl: url,
+      ref: { semver: version },
+      insecure: repositorySpec['insecure'] === true,
+      trackDigest: false,
+      source: id,
+    }
+  }
   if (!/^https?:\/\//.test(url)) return { notRendered: `its HelmRepository ${quoted(id)} has no http(s) URL` }
   return { kind: 'helm', url, chart, version: text(spec['version']) || '*', source: id }
+}
+
+function ociRepositoryLocation(side: RenderedRepository, namespace: string, name: string): ChartLocation | NotRenderable {
+  const id = `${namespace}/${name}`
+  const repository = find(side, 'OCIRepository', namespace, name)
+  if (repository === undefined) return { notRendered: `its chartRef names the OCIRepository ${quoted(id)}, which the repository does not define` }
+  const spec = record(repository.object['spec'])
+  const url = text(spec['url'])
+  if (!url.startsWith('oci://')) return { notRendered: `its OCIRepository ${quoted(id)} has no oci:// URL` }
+  if (spec['secretRef'] !== undefined || spec['certSecretRef'] !== undefined || (text(spec['provider']) !== '' && text(spec['provider']) !== 'generic'))
+    return { notRendered: `its OCIRepository ${quoted(id)} needs credentials from the cluster, which are never read` }
+  if (spec['verify'] !== undefined) return { notRendered: `its OCIRepository ${quoted(id)} verifies signatures, which the diff does not yet` }
+  const ref = record(spec['ref'])
+  const pick = (key: string): Record<string, string> => (typeof ref[key] === 'string' && ref[key] !== '' ? { [key]: ref[key] } : {})
+  return {
+    kind: 'oci',
+    url,
+    sourceUrl: url,
+    ref: { ...pick('tag'), ...pick('semver'), ...pick('digest') },
+    insecure: spec['insecure'] === true,
+    trackDigest: true,
+    source: id,
+  }
 }
 
 /** Every served version of the repository's CustomResourceDefinitions, as Helm's Capabilities.APIVersions lists them. */

@@ -1,4 +1,4 @@
-// Charts from Helm repositories (HTTP index), fetched once per run and kept in a directory a
+// Charts from Helm repositories (HTTP index) and OCI registries (oci-registry.ts), fetched once per run and kept in a directory a
 // workflow can keep between runs (actions/cache): an archive is stored under the hash of its
 // repository URL, chart name, version and index digest, and checked against that digest when the
 // index gives one. The index is fetched only when the version is a range; the version is picked
@@ -10,9 +10,11 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parse } from 'yaml'
 import type { ChartLocation } from '../core/release-input.ts'
+import { boundedBody } from '../lib/bounded-body.ts'
 import { messageOf } from '../lib/errors.ts'
 import { quoted } from '../lib/untrusted.ts'
 import type { Sandbox } from '../sandbox/sandbox.ts'
+import { ociRegistry, type OciLocation } from './oci-registry.ts'
 
 /** An index past this is refused: Helm indexes of that size are a bomb, not a repository. */
 const MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -23,11 +25,13 @@ export interface FetchedChart {
   /** The chart archive (.tgz). */
   readonly archive: Uint8Array
   readonly version: string
+  /** An OCIRepository's artifact revision (`<tag>@sha256:<hex>`), which helm-controller tracks in the chart version. */
+  readonly sourceRevision?: string
 }
 
 export interface ChartStore {
   /** The chart a Helm repository location names, or why it cannot be had. */
-  fetch(location: Extract<ChartLocation, { kind: 'helm' }>): Promise<FetchedChart | { readonly unavailable: string }>
+  fetch(location: Extract<ChartLocation, { kind: 'helm' | 'oci' }>): Promise<FetchedChart | { readonly unavailable: string }>
 }
 
 export interface ChartStoreOptions {
@@ -36,6 +40,8 @@ export interface ChartStoreOptions {
   readonly sandbox: Pick<Sandbox, 'chartVersion'>
   /** Replaced in tests of hostile servers; Node's fetch otherwise. */
   readonly fetch?: typeof fetch
+  /** Where a registry login's Docker config is found (DOCKER_CONFIG, HOME): the process's environment by default. */
+  readonly env?: Readonly<Record<string, string | undefined>>
 }
 
 interface IndexEntry {
@@ -95,12 +101,33 @@ export function chartStore(options: ChartStoreOptions): ChartStore {
     return { archive, version: entry.version }
   }
 
+  const registry = ociRegistry(get, options.env)
+  const resolveOci = async (location: OciLocation): Promise<FetchedChart | { unavailable: string }> => {
+    try {
+      const artifact = await registry.resolve(
+        location,
+        async (tags, constraint) => (await options.sandbox.chartVersion({ versions: tags, constraint })).version,
+      )
+      const revision = artifact.tag === undefined ? artifact.digest : `${artifact.tag}@${artifact.digest}`
+      const key = cacheKey(location.url, '', '', artifact.layer.digest)
+      const cached = await readCached(options.cacheDir, key)
+      const archive =
+        cached !== undefined && `sha256:${sha256(cached)}` === artifact.layer.digest
+          ? cached
+          : await registry.blob(location, artifact.layer.digest, MAX_CHART_BYTES)
+      if (cached === undefined) await writeCached(options.cacheDir, key, archive)
+      return { archive, version: artifact.tag ?? artifact.digest, ...(location.trackDigest ? { sourceRevision: revision } : {}) }
+    } catch (error) {
+      return { unavailable: `the chart at ${quoted(location.url)} could not be fetched: ${messageOf(error)}` }
+    }
+  }
+
   return {
     fetch: (location) => {
-      const id = `${location.url}\0${location.chart}\0${location.version}`
+      const id = location.kind === 'helm' ? `${location.url}\0${location.chart}\0${location.version}` : `${location.url}\0${JSON.stringify(location.ref)}`
       let found = charts.get(id)
       if (found === undefined) {
-        found = resolve(location)
+        found = location.kind === 'helm' ? resolve(location) : resolveOci(location)
         charts.set(id, found)
       }
       return found
@@ -133,23 +160,7 @@ async function download(get: typeof fetch, url: string, limit: number): Promise<
   if (!/^https?:\/\//.test(url)) throw new Error(`${quoted(url)} is not an http(s) URL`)
   const response = await get(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'follow' })
   if (!response.ok) throw new Error(`HTTP ${response.status}`)
-  const length = Number(response.headers.get('content-length') ?? '0')
-  if (length > limit) throw new Error(`it is larger than ${limit / 1024 / 1024} MiB`)
-  const reader = response.body?.getReader()
-  if (reader === undefined) return new Uint8Array()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.length
-    if (size > limit) {
-      await reader.cancel()
-      throw new Error(`it is larger than ${limit / 1024 / 1024} MiB`)
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
+  return boundedBody(response, limit)
 }
 
 function cacheKey(url: string, chart: string, version: string, digest: string | undefined): string {

@@ -45,6 +45,7 @@ export async function renderRelease(input: ReleaseInput, at: RenderAt, deps: Rel
   const answer = await deps.sandbox.helmTemplate(
     {
       ...(chart.archive ? { archive: ARCHIVE } : {}),
+      ...(chart.sourceRevision === undefined ? {} : { sourceRevision: chart.sourceRevision }),
       release: input.release,
       namespace: input.releaseNamespace,
       revision: at.revision,
@@ -88,12 +89,12 @@ async function chartFiles(
   input: ReleaseInput,
   commit: string,
   deps: ReleaseRenderDeps,
-): Promise<{ files: SourceFiles; archive: boolean } | { failed: string }> {
+): Promise<{ files: SourceFiles; archive: boolean; sourceRevision?: string } | { failed: string }> {
   const location = input.chart
-  if (location.kind === 'helm') {
+  if (location.kind === 'helm' || location.kind === 'oci') {
     const fetched = await deps.charts.fetch(location)
     if ('unavailable' in fetched) return { failed: fetched.unavailable }
-    return { files: [[ARCHIVE, fetched.archive]], archive: true }
+    return { files: [[ARCHIVE, fetched.archive]], archive: true, ...(fetched.sourceRevision === undefined ? {} : { sourceRevision: fetched.sourceRevision }) }
   }
   const prefix = location.path === '' ? '' : `${location.path}/`
   const found = await deps.git.headFiles(commit, (p) => p.startsWith(prefix))

@@ -82,8 +82,8 @@ export interface HelmTemplateRequest {
   readonly postRenderers?: readonly unknown[]
   readonly commonMetadata?: unknown
   readonly postRenderStrategy?: string
-  /** The version helm-controller gives the chart (an OCI digest suffix); absent: Chart.yaml's. */
-  readonly chartVersion?: string
+  /** The chart source's artifact revision when it carries a digest (an OCIRepository's `<tag>@sha256:<hex>`): its first 12 hex become the chart version's build metadata, as helm-controller does. */
+  readonly sourceRevision?: string
   readonly skipSchemaValidation?: boolean
 }
 

@@ -105,12 +105,36 @@ describe('releaseInput', () => {
     expect(input(hr(git)).chart).toEqual({ kind: 'git', path: 'charts/web', reconcileStrategy: 'ChartVersion' })
   })
 
+  it('finds an OCI chart: an OCI HelmRepository’s <url>/<chart> at the version range, an OCIRepository by chartRef with its digest tracked', () => {
+    const oci = object('HelmRepository', 'apps', 'charts', { spec: { url: 'oci://ghcr.io/acme/charts/', type: 'oci' } })
+    expect(input(hr({}), oci).chart).toEqual({
+      kind: 'oci',
+      url: 'oci://ghcr.io/acme/charts/web',
+      sourceUrl: 'oci://ghcr.io/acme/charts/',
+      ref: { semver: '1.x' },
+      insecure: false,
+      trackDigest: false,
+      source: 'apps/charts',
+    })
+    const repository = object('OCIRepository', 'apps', 'web', { spec: { url: 'oci://127.0.0.1:5000/web', ref: { tag: '1.0.0' }, insecure: true } })
+    expect(input(hr({ chart: undefined, chartRef: { kind: 'OCIRepository', name: 'web' } }), repository).chart).toEqual({
+      kind: 'oci',
+      url: 'oci://127.0.0.1:5000/web',
+      sourceUrl: 'oci://127.0.0.1:5000/web',
+      ref: { tag: '1.0.0' },
+      insecure: true,
+      trackDigest: true,
+      source: 'apps/web',
+    })
+    const aws = object('OCIRepository', 'apps', 'web', { spec: { url: 'oci://x.dkr.ecr.aws/web', provider: 'aws' } })
+    expect(refusal(hr({ chart: undefined, chartRef: { kind: 'OCIRepository', name: 'web' } }), aws)).toContain('needs credentials from the cluster')
+  })
+
   it('says in one sentence why a chart is not rendered: another Git repository, a path out of it, OCI, credentials, valuesFiles, a missing source', () => {
     const gitChart = (chart: string, name = 'flux-system') =>
       hr({ chart: { spec: { chart, sourceRef: { kind: 'GitRepository', name, namespace: 'flux-system' } } } })
     expect(refusal(gitChart('./charts/web', 'other'))).toBe("its chart is in the GitRepository 'flux-system/other', another repository than this one")
     expect(refusal(gitChart('../../etc'))).toBe("its chart path '../../etc' leaves the GitRepository's root")
-    expect(refusal(hr({}), object('HelmRepository', 'apps', 'charts', { spec: { url: 'oci://ghcr.io/acme', type: 'oci' } }))).toContain('OCI registry')
     expect(refusal(hr({}), object('HelmRepository', 'apps', 'charts', { spec: { url: 'https://x', secretRef: { name: 'creds' } } }))).toContain(
       'credentials from a cluster Secret, which are never read',
     )

@@ -136,13 +136,17 @@ async function predictOne(
 }
 
 function forkRefusal(input: ReleaseInput, baseUrls: ReadonlySet<string>, baseUrlsOnly: boolean): string | undefined {
-  if (!baseUrlsOnly || input.chart.kind !== 'helm' || baseUrls.has(input.chart.url)) return undefined
-  return `not rendered: its HelmRepository URL ${quoted(input.chart.url)} is not in the base commit, and a pull request's chart is fetched only from URLs the base already names`
+  const { chart } = input
+  if (!baseUrlsOnly || chart.kind === 'git') return undefined
+  const url = chart.kind === 'helm' ? chart.url : chart.sourceUrl
+  if (baseUrls.has(url)) return undefined
+  return `its chart source URL ${quoted(url)} is not in the base commit, and a pull request's chart is fetched only from URLs the base already names`
 }
 
+/** The URLs of the chart sources a commit defines (HelmRepository, OCIRepository). */
 function helmRepositoryUrls(side: RenderedRepository): string[] {
   return side.objects.flatMap((o) => {
-    if (o.kind !== 'HelmRepository') return []
+    if (o.kind !== 'HelmRepository' && o.kind !== 'OCIRepository') return []
     const spec = o.object['spec']
     const url = typeof spec === 'object' && spec !== null ? (spec as Record<string, unknown>)['url'] : undefined
     return typeof url === 'string' ? [url] : []
