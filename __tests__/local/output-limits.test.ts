@@ -36,7 +36,7 @@ describe('outputs under GitHub’s 1 MB limit', () => {
       inputs: {},
     })
     expect(run.exitCode, run.stderr).toBe(0)
-    expect(Object.keys(run.outputs).sort()).toEqual(['failed', 'plan', 'skipped', 'triggered'])
+    expect(Object.keys(run.outputs).sort()).toEqual(['diff', 'failed', 'plan', 'skipped', 'triggered'])
     for (const [name, value] of Object.entries(run.outputs)) {
       expect(Buffer.byteLength(value), name).toBeLessThanOrEqual(1_000_000)
       expect(() => JSON.parse(value), name).not.toThrow()

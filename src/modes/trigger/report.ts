@@ -402,21 +402,22 @@ export function triggerResult(report: TriggerReport, failOn: FailOn): ModeResult
   }
 }
 
-/** Step outputs hold 1 MB a job: past this the `diff` output keeps each release's headline only. */
+/** An output holds 1 MB: past this the `diff` output keeps each release's headline only, then a count. */
 const DIFF_OUTPUT_MAX = 512 * 1024
 
-/** The `diff` output: every predicted release with its whole diff (headlines only past DIFF_OUTPUT_MAX). */
+/** The `diff` output: every predicted release with its whole diff (headlines only, or a count, past DIFF_OUTPUT_MAX bytes). */
 function diffOutput(results: readonly ReleaseResult[]): string {
   const entries = results.flatMap((r) =>
     r.predicted === undefined ? [] : [{ ...(r.cluster === undefined ? {} : { cluster: r.cluster }), namespace: r.namespace, name: r.name, ...r.predicted }],
   )
   const whole = JSON.stringify(entries)
-  if (whole.length <= DIFF_OUTPUT_MAX) return whole
-  return JSON.stringify(
+  if (Buffer.byteLength(whole) <= DIFF_OUTPUT_MAX) return whole
+  const headlines = JSON.stringify(
     entries.map((e) =>
       'notPredicted' in e ? e : { cluster: e.cluster, namespace: e.namespace, name: e.name, chart: e.chart, headline: e.headline, truncated: true },
     ),
   )
+  return Buffer.byteLength(headlines) <= DIFF_OUTPUT_MAX ? headlines : JSON.stringify([{ truncated: entries.length }])
 }
 
 /** A line about an entry, prefixed with its cluster when the repository holds several. */
