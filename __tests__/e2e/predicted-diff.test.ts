@@ -18,7 +18,8 @@ import { decodeRelease, type StoredRelease } from '../../src/core/helm-storage.t
 import type { ObjectChange } from '../../src/core/manifest-diff.ts'
 import type { PredictedDiff } from '../../src/core/predicted-diff.ts'
 import { runAction, type ActionRun } from '../../test/support/action.ts'
-import { demoChart } from '../../test/support/chart.ts'
+import { DEMO_CONFIGMAP_TEMPLATE, demoChart } from '../../test/support/chart.ts'
+import { FLUX_ENV } from '../../test/support/cluster.ts'
 import { useCluster } from '../../test/support/context.ts'
 import { chartRepositoryName } from '../../test/support/flux.ts'
 import { CLUSTER_ROOT, fluxTree, GIT_REPOSITORY_NAME, kustomization } from '../../test/support/gitops.ts'
@@ -31,11 +32,29 @@ const chartCache = mkdtempSync(join(tmpdir(), 'hrt-e2e-charts-'))
 // A chart of this file's own: publishing its versions never moves another test's `*` release.
 const CHART = `predict-${randomBytes(3).toString('hex')}`
 
+/** The demo chart with a pre-install/pre-upgrade hook: post-renderers reach hooks under Helm 4's combined strategy only. */
+const HOOKED = `${CHART}-hooks`
+const HOOK = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-hook
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+data:
+  greeting: {{ .Values.greeting | quote }}
+`
+
 let kustomize: string
 beforeAll(async () => {
   kustomize = await kustomizeBinary()
   await cluster.publishChart({ ...demoChart('0.1.0', { greeting: 'hello' }), name: CHART })
   await cluster.publishChart({ ...demoChart('0.2.0', { greeting: 'hello', extra: 'new in 0.2.0' }), name: CHART })
+  await cluster.publishChart({
+    ...demoChart('0.1.0', { greeting: 'hello' }),
+    name: HOOKED,
+    templates: { 'configmap.yaml': DEMO_CONFIGMAP_TEMPLATE, 'hook.yaml': HOOK },
+  })
   await cluster.pushOciChart({ ...demoChart('0.1.0', { greeting: 'hello' }), name: CHART })
   await cluster.pushOciChart({ ...demoChart('0.2.0', { greeting: 'hello', extra: 'new in 0.2.0' }), name: CHART })
 }, 45 * 60_000)
@@ -46,6 +65,8 @@ interface ReleaseSpec {
   readonly postRenderers?: readonly unknown[]
   /** The chart from an OCIRepository (chartRef) at this tag of the loopback registry, instead of the Helm repository. */
   readonly oci?: boolean
+  /** The chart's name in the Helm repository; default CHART. */
+  readonly chart?: string
 }
 
 function app(namespace: string, values: string, spec: ReleaseSpec): Record<string, string> {
@@ -57,7 +78,9 @@ function app(namespace: string, values: string, spec: ReleaseSpec): Record<strin
       interval: '1h',
       ...(spec.oci === true
         ? { chartRef: { kind: 'OCIRepository', name: 'podinfo' } }
-        : { chart: { spec: { chart: CHART, version: spec.version, sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } } }),
+        : {
+            chart: { spec: { chart: spec.chart ?? CHART, version: spec.version, sourceRef: { kind: 'HelmRepository', name: chartRepositoryName(namespace) } } },
+          }),
       install: { disableWait: true },
       upgrade: { disableWait: true },
       valuesFrom: [{ kind: 'ConfigMap', name: 'podinfo-values' }],
@@ -176,5 +199,19 @@ describe('the pre-merge diff equals what Helm then deployed', () => {
     expect(predicted.headline).toEqual(reality.headline)
     expect(predicted.objects.length).toBeGreaterThan(0)
     expect(plan.summary).toContain('### What the upgrade will change')
+  })
+})
+
+describe('post-renderers over hooks: Helm 4 (Flux 2.9) against Helm 3 (Flux 2.7)', () => {
+  const ANNOTATE = { patch: stringify([{ op: 'add', path: '/metadata/annotations/tier', value: 'web' }]), target: { kind: 'ConfigMap' } }
+  it('predicts Helm 4’s combined strategy: the patch reaches the hook too; on Flux 2.7 the hook is left as the chart wrote it, the one named difference', async () => {
+    const before = { version: '0.1.0', values: 'greeting: hello\n', chart: HOOKED }
+    const after = (ns: string) => app(ns, 'greeting: hello\n', { ...before, postRenderers: [{ kustomize: { patches: [ANNOTATE] } }] })
+    const { predicted, reality } = await predictAndUpgrade('predict-hooks', before, after)
+    expect(predicted.objects).toEqual(reality.objects)
+    const hookChange = { kind: 'ConfigMap', change: 'changed', paths: [{ path: 'metadata.annotations.tier', change: 'added', after: 'web' }] }
+    expect(predicted.hooks).toEqual([{ object: expect.stringMatching(/^ConfigMap .*\/podinfo-hook$/), ...hookChange }])
+    // Flux 2.7's helm-controller (Helm 3) runs post-renderers over the manifest only.
+    expect(reality.hooks).toEqual(process.env[FLUX_ENV] === '2.7' ? [] : predicted.hooks)
   })
 })
