@@ -122,7 +122,7 @@ writeFileSync(join(dir, 'helm-both.sh'), loop(['1.2.3', '1.3.0']))
 const cli = join(import.meta.dirname, '..', 'dist', 'cli.js')
 const cache = join(dir, 'chart-cache')
 const plan = (repo: string, diff: boolean): string =>
-  `node ${cli} plan --repo ${repo} --base HEAD~1 --head HEAD --cluster-root clusters/bench${diff ? ` --diff --chart-cache ${cache}` : ''}`
+  `${process.execPath} ${cli} plan --repo ${repo} --base HEAD~1 --head HEAD --cluster-root clusters/bench${diff ? ` --diff --chart-cache ${cache}` : ''}`
 // Warm the chart cache once: the targets are with the chart cached.
 execFileSync('bash', ['-c', `${plan(bump, true)} >/dev/null`], { env: { ...process.env, GITHUB_REPOSITORY: 'acme/bench' } })
 process.stdout.write(
