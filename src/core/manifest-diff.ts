@@ -236,7 +236,9 @@ export function headlineOf(diff: ManifestDiff): string[] {
   if (rbac.length > 0) out.push(`RBAC: ${list(rbac.map((o) => `${o.object} ${o.change}`))}`)
   const added = diff.objects.filter((o) => o.change === 'added')
   if (added.length > 0) out.push(`adds ${list(added.map((o) => o.object))}`)
-  const other = diff.objects.filter((o) => o.change === 'changed' && !rolls.includes(o) && !RBAC.has(o.kind))
+  // An object whose every changed path a line above already names (its replicas, an immutable field) is not named again.
+  const named = (o: ObjectChange): boolean => o.paths.every((p) => p.path === 'spec.replicas' || IMMUTABLE.some((re) => re.test(p.path)))
+  const other = diff.objects.filter((o) => o.change === 'changed' && !rolls.includes(o) && !RBAC.has(o.kind) && !named(o))
   if (other.length > 0) out.push(`changes ${list(other.map((o) => o.object))}`)
   return out
 }

@@ -68,6 +68,11 @@ describe('diffManifests', () => {
     expect(headlineOf(diff)).toEqual(['images: web web:1 → web:2', 'replicas: Deployment apps/web 1 → 3', 'rolls out Deployment apps/web'])
   })
 
+  it('names a Deployment whose only change is its replicas once, in the replicas line', () => {
+    const diff = diffManifests(deployment('web:1', 1), deployment('web:1', 3), 'apps')
+    expect(headlineOf(diff)).toEqual(['replicas: Deployment apps/web 1 → 3'])
+  })
+
   it('shows a multi-line value line by line, and an object added or removed as a whole', () => {
     const before = configMap('a = 1\nb = 2\nc = 3') + deployment('web:1', 1)
     const after = configMap('a = 1\nb = 20\nc = 3\nd = 4')
